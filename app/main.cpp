@@ -1,0 +1,74 @@
+// sp-opt: optimise and prove distributed (tensor/sequence-parallel) programs.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "command.h"
+#include "support/error.h"
+
+namespace spopt::app {
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+}  // namespace spopt::app
+
+int main(int argc, char** argv) {
+  using namespace spopt;
+  auto& cmds = app::commands();
+  std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  CLI::App cli{"sp-opt: rewrite distributed tensor/sequence-parallel programs and prove the rewrite by replay"};
+  cli.set_version_flag("--version", std::string("sp-opt ") + SPOPT_VERSION);
+  cli.require_subcommand(1);
+  int verbosity = 0;
+  cli.add_flag("-v,--verbose", verbosity, "More log output (repeat for more)");
+  bool quiet = false;
+  cli.add_flag("-q,--quiet", quiet, "Only errors");
+
+  std::string footer = "\nExamples:\n";
+  std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
+  for (const auto& c : cmds) {
+    CLI::App* sub = cli.add_subcommand(c.name, c.summary);
+    sub->footer("Example: " + c.example);
+    runners.emplace_back(sub, c.setup(*sub));
+    footer += "  " + c.example + "\n";
+  }
+  footer += "\nExit codes: 0 ok, 1 differs/fails a check, 2 bad input, 3 a pass broke an invariant.";
+  cli.footer(footer);
+
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0; real usage errors are bad input.
+    return cli.exit(e) == 0 ? kExitOk : kExitBadInput;
+  }
+
+  auto logger = spdlog::stderr_color_mt("sp-opt");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("sp-opt: %^%l%$: %v");
+  spdlog::set_level(quiet ? spdlog::level::err
+                          : verbosity >= 2 ? spdlog::level::trace
+                          : verbosity == 1 ? spdlog::level::debug
+                                           : spdlog::level::warn);
+
+  try {
+    for (auto& [sub, fn] : runners)
+      if (sub->parsed()) return fn();
+  } catch (const InputError& e) {
+    std::cerr << e.what() << '\n';
+    return kExitBadInput;
+  } catch (const InputErrors& e) {
+    std::cerr << e.what() << '\n';
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "sp-opt: out of memory\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "sp-opt: internal error: " << e.what() << '\n';
+    return 70;
+  }
+  return kExitBadInput;
+}

@@ -1,0 +1,69 @@
+#include "analysis/collectives.h"
+
+namespace spopt {
+
+std::optional<Collective> asCollective(const Op& op) {
+  Collective c;
+  std::string_view t = op.type;
+  auto reduce = [&](ReduceOp r) {
+    c.kind = CollectiveKind::AllReduce;
+    c.reduce = r;
+  };
+  if (t == "c_allreduce_sum") reduce(ReduceOp::Sum);
+  else if (t == "c_allreduce_max") reduce(ReduceOp::Max);
+  else if (t == "c_allreduce_min") reduce(ReduceOp::Min);
+  else if (t == "c_allreduce_prod") reduce(ReduceOp::Prod);
+  else if (t == "c_reducescatter") c.kind = CollectiveKind::ReduceScatter;
+  else if (t == "c_allgather") c.kind = CollectiveKind::AllGather;
+  else if (t == "c_broadcast") c.kind = CollectiveKind::Broadcast;
+  else if (t == "c_identity") c.kind = CollectiveKind::Identity;
+  else {
+    c.legacy = false;
+    if (t == "all_reduce") reduce(static_cast<ReduceOp>(op.attrs.getInt("reduce_type").value_or(0)));
+    else if (t == "reduce_scatter") c.kind = CollectiveKind::ReduceScatter;
+    else if (t == "all_gather") c.kind = CollectiveKind::AllGather;
+    else if (t == "broadcast") c.kind = CollectiveKind::Broadcast;
+    else return std::nullopt;
+    c.in_slot = "x";
+    c.out_slot = "out";
+    c.ring_id = op.attrs.getInt("ring_id").value_or(-1);
+    return c;
+  }
+  c.legacy = true;
+  c.in_slot = "X";
+  c.out_slot = "Out";
+  c.ring_id = op.attrs.getInt("ring_id").value_or(-1);
+  return c;
+}
+
+const char* collectiveKindName(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all-reduce";
+    case CollectiveKind::ReduceScatter: return "reduce-scatter";
+    case CollectiveKind::AllGather: return "all-gather";
+    case CollectiveKind::Broadcast: return "broadcast";
+    case CollectiveKind::Identity: return "identity";
+  }
+  return "?";
+}
+
+std::string_view collectiveOpType(CollectiveKind k, bool legacy) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return legacy ? "c_allreduce_sum" : "all_reduce";
+    case CollectiveKind::ReduceScatter: return legacy ? "c_reducescatter" : "reduce_scatter";
+    case CollectiveKind::AllGather: return legacy ? "c_allgather" : "all_gather";
+    case CollectiveKind::Broadcast: return legacy ? "c_broadcast" : "broadcast";
+    case CollectiveKind::Identity: return "c_identity";
+  }
+  return "";
+}
+
+std::map<int64_t, std::vector<const Op*>> collectivesByRing(const Program& p) {
+  std::map<int64_t, std::vector<const Op*>> out;
+  for (const auto& b : p.blocks)
+    for (const Op& op : b->ops)
+      if (auto c = asCollective(op); c && communicates(*c)) out[c->ring_id].push_back(&op);
+  return out;
+}
+
+}  // namespace spopt

@@ -1,0 +1,37 @@
+#pragma once
+// What a collective op does, independent of its dialect (legacy c_* or current), and the order in
+// which a program issues collectives on each ring: the order NCCL pairs them in across ranks.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace spopt {
+
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity };
+enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
+
+struct Collective {
+  CollectiveKind kind;
+  int64_t ring_id = 0;    // -1 when the attribute is missing or not an integer
+  ReduceOp reduce = ReduceOp::Sum;
+  bool legacy = false;    // c_* spelling, slots X/Out; else current spelling, slots x/out
+  std::string_view in_slot, out_slot;
+};
+
+// nullopt for ops that are not collectives.
+std::optional<Collective> asCollective(const Op& op);
+const char* collectiveKindName(CollectiveKind k);
+// c_identity moves no data: it is not paired across ranks.
+inline bool communicates(const Collective& c) { return c.kind != CollectiveKind::Identity; }
+
+// The op type for a kind in a dialect ("c_reducescatter" / "reduce_scatter", ...).
+std::string_view collectiveOpType(CollectiveKind k, bool legacy);
+
+// Communicating collectives of a program, per ring, in issue order (blocks in order, ops in order).
+std::map<int64_t, std::vector<const Op*>> collectivesByRing(const Program& p);
+
+}  // namespace spopt

@@ -1,0 +1,546 @@
+#include "io/loader.h"
+
+#include <simdjson.h>
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include "ir/json_text.h"
+#include "support/error.h"
+
+namespace spopt {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+struct PaddedSource : SourceBuffer {
+  simdjson::padded_string bytes;
+};
+
+constexpr int64_t kMaxDim = int64_t(1) << 40;  // a dim beyond this is absurd, not a tensor
+
+// One step of a JSON pointer: a key, or an array index when key is empty.
+struct PathStep {
+  std::string_view key;
+  int64_t index = -1;
+};
+
+class Loader {
+ public:
+  Loader(Job& job, const std::string& name) : job_(job), name_(name) {}
+
+  void run(const simdjson::padded_string& bytes) {
+    od::document doc;
+    check(parser_.iterate(bytes).get(doc));
+    checkNothingAfter(bytes, doc);
+    od::object root;
+    check(doc.get_object().get(root));
+    parseJob(root);
+  }
+
+ private:
+  Job& job_;
+  const std::string& name_;
+  od::parser parser_;
+  simdjson::dom::parser validator_;
+  std::vector<PathStep> path_;
+
+  // On-demand parsing stops at the root object's closing brace; anything after it but
+  // whitespace is an error (two concatenated documents, garbage appended by a crashed writer).
+  // Skipping the root object costs a walk of the structural index only (no value parsing).
+  void checkNothingAfter(const simdjson::padded_string& bytes, od::document& doc) {
+    od::object root;
+    if (auto err = doc.get_object().get(root)) {
+      if (err == simdjson::INCORRECT_TYPE) fail("the document must be a JSON object");
+      check(err);
+    }
+    std::string_view text;
+    check(root.raw_json().get(text));
+    const char* end = bytes.data() + bytes.size();
+    for (const char* p = text.data() + text.size(); p < end; ++p)
+      if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r') fail("trailing content after the JSON document");
+    doc.rewind();
+  }
+
+  // ---- errors -------------------------------------------------------------------------------
+  std::string pointer() const {
+    std::string p;
+    for (const auto& s : path_) {
+      p += '/';
+      if (s.index >= 0)
+        p += std::to_string(s.index);
+      else
+        p += pointerToken(s.key);
+    }
+    return p;
+  }
+  [[noreturn]] void fail(const std::string& message) const { throw InputError(name_, pointer(), message); }
+  void check(simdjson::error_code err) const {
+    if (!err) return;
+    switch (err) {
+      case simdjson::EMPTY: fail("empty file: expected a JSON object");
+      case simdjson::DEPTH_ERROR: fail("JSON nested too deeply (over 1024 levels)");
+      case simdjson::INCORRECT_TYPE: fail("wrong JSON type");
+      case simdjson::NUMBER_OUT_OF_RANGE: fail("number out of range");
+      default: fail(std::string("malformed JSON: ") + simdjson::error_message(err));
+    }
+  }
+  struct Scope {
+    Loader& l;
+    Scope(Loader& l, std::string_view key) : l(l) { l.path_.push_back({key, -1}); }
+    Scope(Loader& l, int64_t index) : l(l) { l.path_.push_back({{}, index}); }
+    ~Scope() { l.path_.pop_back(); }
+  };
+
+  // ---- scalars ------------------------------------------------------------------------------
+  // A key as a view into the buffer (escaped keys are unescaped into the arena).
+  std::string_view key(od::field& f) {
+    const char* p = f.key().raw();
+    const char* q = p;
+    while (*q != '"' && *q != '\\') ++q;
+    if (*q == '"') return std::string_view(p, size_t(q - p));
+    std::string_view k;
+    check(f.unescaped_key().get(k));
+    return job_.arena.store(k);
+  }
+  int64_t getInt(od::value v, const char* what) {
+    int64_t x = 0;
+    if (auto err = v.get_int64().get(x)) {
+      if (err == simdjson::INCORRECT_TYPE || err == simdjson::NUMBER_ERROR) fail(std::string("expected an integer ") + what);
+      check(err);
+    }
+    return x;
+  }
+  bool getBool(od::value v, const char* what) {
+    bool x = false;
+    if (auto err = v.get_bool().get(x)) {
+      if (err == simdjson::INCORRECT_TYPE) fail(std::string("expected a boolean ") + what);
+      check(err);
+    }
+    return x;
+  }
+  // A string as a view: into the buffer when it holds no escapes, else into the arena.
+  std::string_view getString(od::value v, const char* what) {
+    std::string_view tok = v.raw_json_token();
+    if (tok.empty() || tok[0] != '"') fail(std::string("expected a string ") + what);
+    std::string_view s;
+    check(v.get_string().get(s));
+    const char* body = tok.data() + 1;
+    if (s.size() < tok.size() - 1 && std::string_view(body, s.size()) == s && body[s.size()] == '"') return {body, s.size()};
+    return job_.arena.store(s);
+  }
+  od::object getObject(od::value v, const char* what) {
+    od::object o;
+    if (auto err = v.get_object().get(o)) {
+      if (err == simdjson::INCORRECT_TYPE) fail(std::string("expected an object ") + what);
+      check(err);
+    }
+    return o;
+  }
+  od::array getArray(od::value v, const char* what) {
+    od::array a;
+    if (auto err = v.get_array().get(a)) {
+      if (err == simdjson::INCORRECT_TYPE) fail(std::string("expected an array ") + what);
+      check(err);
+    }
+    return a;
+  }
+
+  // Any JSON value, kept as compact raw text. Compound values are fully validated (on-demand
+  // skipping alone would let `[1, tru]` through) and minified when they hold whitespace.
+  std::string_view raw(od::value v) {
+    od::json_type t = od::json_type::null;
+    check(v.type().get(t));
+    std::string_view text;
+    if (t == od::json_type::object) {
+      od::object o;
+      check(v.get_object().get(o));
+      check(o.raw_json().get(text));
+    } else if (t == od::json_type::array) {
+      od::array a;
+      check(v.get_array().get(a));
+      check(a.raw_json().get(text));
+    } else {
+      text = v.raw_json_token();
+      while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' || text.back() == '\r'))
+        text.remove_suffix(1);
+      validateScalar(v, t);
+      return text;
+    }
+    simdjson::dom::element el;
+    check(validator_.parse(text.data(), text.size()).get(el));
+    if (text.find_first_of(" \n\t\r") == std::string_view::npos) return text;
+    std::string minified(text.size(), '\0');
+    size_t len = 0;
+    check(simdjson::minify(text.data(), text.size(), minified.data(), len));
+    minified.resize(len);
+    return job_.arena.store(std::move(minified));
+  }
+  void validateScalar(od::value& v, od::json_type t) {
+    switch (t) {
+      case od::json_type::number: {
+        double d;
+        if (v.get_double().get(d)) {
+          uint64_t u;  // large unsigned integers are valid JSON too
+          if (v.get_uint64().get(u)) fail("malformed number");
+        }
+        break;
+      }
+      case od::json_type::string: {
+        std::string_view s;
+        check(v.get_string().get(s));
+        break;
+      }
+      case od::json_type::boolean: getBool(v, ""); break;
+      case od::json_type::null: {
+        bool is_null = false;
+        check(v.is_null().get(is_null));
+        if (!is_null) fail("malformed JSON literal");
+        break;
+      }
+      default: break;
+    }
+  }
+  // An object of raw members (attrs, dist_attr).
+  JsonObject rawObject(od::value v, const char* what) {
+    JsonObject obj;
+    for (auto f : getObject(v, what)) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      obj.members.push_back({k, raw(field.value())});
+    }
+    return obj;
+  }
+  std::vector<int64_t> intArray(od::value v, const char* what) {
+    std::vector<int64_t> out;
+    int64_t i = 0;
+    for (auto e : getArray(v, what)) {
+      od::value ev;
+      check(std::move(e).get(ev));
+      Scope s(*this, i++);
+      out.push_back(getInt(ev, what));
+    }
+    return out;
+  }
+
+  // ---- entities -----------------------------------------------------------------------------
+  void require(const Fields& f, std::initializer_list<std::string_view> keys, const char* what) {
+    for (auto k : keys)
+      if (!hasField(f, k)) fail(std::string(what) + " lacks required key \"" + std::string(k) + "\"");
+  }
+
+  void parseJob(od::object root) {
+    Job& job = job_;
+    std::string_view version_raw;
+    for (auto f : root) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      od::value v = field.value();
+      if (k == "format") {
+        job.format = getString(v, "for \"format\"");
+        if (job.format != "sp-opt.program")
+          fail("unknown format \"" + std::string(job.format) + "\" (expected \"sp-opt.program\")");
+      } else if (k == "version") {
+        job.version = getInt(v, "for \"version\"");
+        if (job.version != 1)
+          fail("format version " + std::to_string(job.version) + " is not supported (this build reads version 1)");
+      } else if (k == "world_size") {
+        job.world_size = getInt(v, "for \"world_size\"");
+        if (job.world_size < 1 || job.world_size > (1 << 24)) fail("world_size must be between 1 and 16777216");
+      } else if (k == "process_groups") {
+        int64_t i = 0;
+        for (auto e : getArray(v, "of process groups")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i++);
+          job.groups.push_back(parseGroup(ev));
+        }
+      } else if (k == "programs") {
+        int64_t i = 0;
+        for (auto e : getArray(v, "of programs")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i);
+          auto p = std::make_unique<Program>();
+          p->job = &job;
+          p->position = size_t(i++);
+          parseProgram(ev, *p);
+          job.programs.push_back(std::move(p));
+        }
+      } else {
+        job.fields.push_back({k, raw(v)});
+        continue;
+      }
+      job.fields.push_back({k, {}});
+    }
+    require(job.fields, {"format", "version", "world_size", "programs"}, "the job");
+  }
+
+  ProcessGroup parseGroup(od::value v) {
+    ProcessGroup g;
+    for (auto f : getObject(v, "for a process group")) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      if (k == "ring_id") {
+        g.ring_id = getInt(field.value(), "for \"ring_id\"");
+      } else if (k == "ranks") {
+        g.ranks = intArray(field.value(), "for a rank");
+      } else {
+        g.fields.push_back({k, raw(field.value())});
+        continue;
+      }
+      g.fields.push_back({k, {}});
+    }
+    require(g.fields, {"ring_id", "ranks"}, "a process group");
+    return g;
+  }
+
+  void parseProgram(od::value v, Program& p) {
+    for (auto f : getObject(v, "for a program")) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      if (k == "rank") {
+        p.rank = getInt(field.value(), "for \"rank\"");
+      } else if (k == "fetch") {
+        int64_t i = 0;
+        for (auto e : getArray(field.value(), "of var names")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i++);
+          p.fetch.push_back(getString(ev, "(a var name)"));
+        }
+      } else if (k == "blocks") {
+        int64_t i = 0;
+        for (auto e : getArray(field.value(), "of blocks")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i);
+          auto b = std::make_unique<Block>();
+          b->program = &p;
+          b->position = size_t(i++);
+          parseBlock(ev, *b);
+          p.blocks.push_back(std::move(b));
+        }
+      } else {
+        p.fields.push_back({k, raw(field.value())});
+        continue;
+      }
+      p.fields.push_back({k, {}});
+    }
+    require(p.fields, {"rank", "blocks"}, "a program");
+  }
+
+  void parseBlock(od::value v, Block& b) {
+    for (auto f : getObject(v, "for a block")) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      if (k == "idx") {
+        b.idx = getInt(field.value(), "for \"idx\"");
+      } else if (k == "parent_idx") {
+        b.parent_idx = getInt(field.value(), "for \"parent_idx\"");
+      } else if (k == "vars") {
+        int64_t i = 0;
+        for (auto e : getArray(field.value(), "of vars")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i++);
+          Var var = parseVar(ev);
+          if (b.findLocal(var.name)) fail("var \"" + std::string(var.name) + "\" is declared twice in this block");
+          b.addVar(std::move(var));
+        }
+      } else if (k == "ops") {
+        int64_t i = 0;
+        for (auto e : getArray(field.value(), "of ops")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i++);
+          Op& op = b.ops.emplace_back();
+          op.self = std::prev(b.ops.end());
+          op.block = &b;
+          op.id = b.program->next_op_id++;
+          parseOp(ev, op);
+        }
+      } else {
+        b.fields.push_back({k, raw(field.value())});
+        continue;
+      }
+      b.fields.push_back({k, {}});
+    }
+    require(b.fields, {"idx", "vars", "ops"}, "a block");
+  }
+
+  Var parseVar(od::value v) {
+    Var var;
+    for (auto f : getObject(v, "for a var")) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      if (k == "name") {
+        var.name = getString(field.value(), "for \"name\"");
+        if (var.name.empty()) fail("a var name must not be empty");
+      } else if (k == "shape") {
+        int64_t i = 0;
+        for (auto e : getArray(field.value(), "for \"shape\"")) {
+          od::value ev;
+          check(std::move(e).get(ev));
+          Scope si(*this, i++);
+          int64_t d = getInt(ev, "in a shape");
+          if (d < -1) fail("negative dimension " + std::to_string(d) + " (only -1, unknown, is allowed)");
+          if (d > kMaxDim) fail("absurd dimension " + std::to_string(d));
+          var.shape.push_back(d);
+        }
+        if (var.shape.size() > 16) fail("more than 16 dimensions");
+      } else if (k == "dtype") {
+        std::string_view t = getString(field.value(), "for \"dtype\"");
+        auto dt = parseDType(t);
+        if (!dt) fail("unknown dtype \"" + std::string(t) + "\" (expected float32, float64, float16, bfloat16, int32, int64, bool or uint8)");
+        var.dtype = *dt;
+      } else if (k == "persistable") {
+        var.persistable = getBool(field.value(), "for \"persistable\"");
+      } else if (k == "dist_attr") {
+        var.dist_attr = rawObject(field.value(), "for \"dist_attr\"");
+      } else {
+        var.fields.push_back({k, raw(field.value())});
+        continue;
+      }
+      var.fields.push_back({k, {}});
+    }
+    require(var.fields, {"name", "shape", "dtype"}, "a var");
+    return var;
+  }
+
+  void parseSlots(od::value v, std::vector<Slot>& slots, const char* what) {
+    for (auto f : getObject(v, what)) {
+      od::field field;
+      check(std::move(f).get(field));
+      Slot slot;
+      slot.name = key(field);
+      Scope s(*this, slot.name);
+      int64_t i = 0;
+      for (auto e : getArray(field.value(), "of var names")) {
+        od::value ev;
+        check(std::move(e).get(ev));
+        Scope si(*this, i++);
+        slot.args.push_back({getString(ev, "(a var name)"), nullptr});
+      }
+      slots.push_back(std::move(slot));
+    }
+  }
+
+  void parseOp(od::value v, Op& op) {
+    for (auto f : getObject(v, "for an op")) {
+      od::field field;
+      check(std::move(f).get(field));
+      std::string_view k = key(field);
+      Scope s(*this, k);
+      if (k == "type") {
+        op.type = getString(field.value(), "for \"type\"");
+        if (op.type.empty()) fail("an op type must not be empty");
+      } else if (k == "inputs") {
+        parseSlots(field.value(), op.inputs, "for \"inputs\"");
+      } else if (k == "outputs") {
+        parseSlots(field.value(), op.outputs, "for \"outputs\"");
+      } else if (k == "attrs") {
+        op.attrs = rawObject(field.value(), "for \"attrs\"");
+      } else if (k == "dist_attr") {
+        op.dist_attr = rawObject(field.value(), "for \"dist_attr\"");
+      } else {
+        op.fields.push_back({k, raw(field.value())});
+        continue;
+      }
+      op.fields.push_back({k, {}});
+    }
+    require(op.fields, {"type"}, "an op");
+  }
+};
+
+// Links blocks to parents and resolves every op argument, building def-use.
+void resolve(Job& job) {
+  for (auto& prog : job.programs) {
+    Program& p = *prog;
+    for (auto& b : p.blocks) {
+      if (b->parent_idx == -1) continue;
+      b->parent = p.block(b->parent_idx);
+      std::string where = "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b->position) + "/parent_idx";
+      if (!b->parent || b->parent == b.get())
+        throw InputError(job.path, where, "parent block " + std::to_string(b->parent_idx) + " does not exist");
+    }
+    // Parent chains must end: a cycle would make lookups loop.
+    for (auto& b : p.blocks) {
+      const Block* x = b.get();
+      for (size_t steps = 0; x; x = x->parent)
+        if (++steps > p.blocks.size())
+          throw InputError(job.path, "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b->position) + "/parent_idx",
+                           "block parents form a cycle");
+    }
+    for (auto& b : p.blocks) {
+      size_t op_index = 0;
+      for (Op& op : b->ops) {
+        for (int dir = 0; dir < 2; ++dir) {
+          auto& slots = dir == 0 ? op.inputs : op.outputs;
+          for (auto& slot : slots) {
+            for (size_t i = 0; i < slot.args.size(); ++i) {
+              Arg& a = slot.args[i];
+              a.var = b->lookup(a.name);
+              if (!a.var) {
+                std::string where = "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b->position) +
+                                    "/ops/" + std::to_string(op_index) + (dir == 0 ? "/inputs/" : "/outputs/") +
+                                    pointerToken(slot.name) + "/" + std::to_string(i);
+                throw InputError(job.path, where,
+                                 "var \"" + std::string(a.name) + "\" is not declared in block " + std::to_string(b->idx) +
+                                     " or its ancestors");
+              }
+              (dir == 0 ? a.var->readers : a.var->writers).push_back(&op);
+            }
+          }
+        }
+        ++op_index;
+      }
+    }
+  }
+}
+
+std::unique_ptr<Job> loadPadded(std::shared_ptr<PaddedSource> src, const std::string& name, const LoadOptions& opts) {
+  auto job = std::make_unique<Job>();
+  job->path = name;
+  job->source = src;
+  Loader(*job, name).run(src->bytes);
+  job->rebuildIndices();
+  if (opts.resolve) resolve(*job);
+  return job;
+}
+
+}  // namespace
+
+std::unique_ptr<Job> loadJob(const std::string& path, const LoadOptions& opts) {
+  auto src = std::make_shared<PaddedSource>();
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    src->bytes = simdjson::padded_string(text);
+  } else {
+    auto loaded = simdjson::padded_string::load(path);
+    if (loaded.error()) throw InputError(path, "", std::string("cannot read file: ") + simdjson::error_message(loaded.error()));
+    src->bytes = std::move(loaded).value_unsafe();
+  }
+  return loadPadded(std::move(src), path, opts);
+}
+
+std::unique_ptr<Job> loadJobFromText(std::string_view text, const std::string& display_name, const LoadOptions& opts) {
+  auto src = std::make_shared<PaddedSource>();
+  src->bytes = simdjson::padded_string(text);
+  return loadPadded(std::move(src), display_name, opts);
+}
+
+}  // namespace spopt

@@ -1,0 +1,207 @@
+#include "ir/ir.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "ir/json_text.h"
+
+namespace spopt {
+
+namespace {
+constexpr std::string_view kDTypeNames[] = {"float32", "float64", "float16", "bfloat16",
+                                            "int32",   "int64",   "bool",    "uint8"};
+constexpr size_t kDTypeSizes[] = {4, 8, 2, 2, 4, 8, 1, 1};
+
+void unlink(std::vector<Op*>& list, const Op* op) {
+  auto it = std::find(list.begin(), list.end(), op);
+  if (it != list.end()) {
+    *it = list.back();
+    list.pop_back();
+  }
+}
+}  // namespace
+
+std::optional<DType> parseDType(std::string_view s) {
+  for (size_t i = 0; i < std::size(kDTypeNames); ++i)
+    if (kDTypeNames[i] == s) return static_cast<DType>(i);
+  return std::nullopt;
+}
+std::string_view dtypeName(DType t) { return kDTypeNames[static_cast<size_t>(t)]; }
+size_t dtypeSize(DType t) { return kDTypeSizes[static_cast<size_t>(t)]; }
+
+bool hasField(const Fields& f, std::string_view key) {
+  for (const auto& x : f)
+    if (x.key == key) return true;
+  return false;
+}
+void ensureField(Fields& f, std::string_view key) {
+  if (!hasField(f, key)) f.push_back({key, {}});
+}
+void dropField(Fields& f, std::string_view key) {
+  f.erase(std::remove_if(f.begin(), f.end(), [&](const Field& x) { return x.key == key; }), f.end());
+}
+
+int64_t Var::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::vector<int64_t> Var::dimsMapping() const {
+  if (!hasDistAttr()) return {};
+  return dist_attr.getIntArray("dims_mapping").value_or(std::vector<int64_t>{});
+}
+
+const Slot* Op::input(std::string_view slot) const {
+  for (const auto& s : inputs)
+    if (s.name == slot) return &s;
+  return nullptr;
+}
+const Slot* Op::output(std::string_view slot) const {
+  for (const auto& s : outputs)
+    if (s.name == slot) return &s;
+  return nullptr;
+}
+Var* Op::in(std::string_view slot, size_t i) const {
+  const Slot* s = input(slot);
+  return s && i < s->args.size() ? s->args[i].var : nullptr;
+}
+Var* Op::out(std::string_view slot, size_t i) const {
+  const Slot* s = output(slot);
+  return s && i < s->args.size() ? s->args[i].var : nullptr;
+}
+std::string Op::executionStream() const {
+  if (!hasDistAttr()) return "default";
+  auto s = dist_attr.getString("execution_stream");
+  return s && !s->empty() ? *s : std::string("default");
+}
+
+Var* Block::findLocal(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+Var* Block::lookup(std::string_view name) const {
+  // Depth-bounded walk: the verifier rejects parent cycles, this guards against them anyway.
+  const Block* b = this;
+  for (int depth = 0; b && depth < 10000; ++depth, b = b->parent)
+    if (Var* v = b->findLocal(name)) return v;
+  return nullptr;
+}
+
+Var* Block::addVar(Var v) {
+  auto owned = std::make_unique<Var>(std::move(v));
+  owned->block = this;
+  owned->id = program->next_var_id++;
+  Var* raw = owned.get();
+  by_name_[raw->name] = raw;
+  vars.push_back(std::move(owned));
+  return raw;
+}
+
+void Block::removeVar(Var* v) {
+  if (!v->readers.empty() || !v->writers.empty())
+    throw std::logic_error("removeVar: var '" + std::string(v->name) + "' is still used");
+  v->removed = true;
+  auto it = by_name_.find(v->name);
+  if (it != by_name_.end() && it->second == v) by_name_.erase(it);
+}
+
+Op* Block::insertOp(OpIter pos, Op op) {
+  op.block = this;
+  op.id = program->next_op_id++;
+  auto it = ops.insert(pos, std::move(op));
+  Op* o = &*it;
+  o->self = it;
+  for (auto* slots : {&o->inputs, &o->outputs}) {
+    for (auto& s : *slots) {
+      for (auto& a : s.args) {
+        if (!a.var) a.var = lookup(a.name);
+        if (!a.var) throw std::logic_error("insertOp: var '" + std::string(a.name) + "' is not declared");
+        (slots == &o->inputs ? a.var->readers : a.var->writers).push_back(o);
+      }
+    }
+  }
+  return o;
+}
+
+void Block::eraseOp(Op* op) {
+  for (auto& s : op->inputs)
+    for (auto& a : s.args)
+      if (a.var) unlink(a.var->readers, op);
+  for (auto& s : op->outputs)
+    for (auto& a : s.args)
+      if (a.var) unlink(a.var->writers, op);
+  ops.erase(op->self);
+}
+
+size_t Block::opPosition(const Op* op) const {
+  size_t i = 0;
+  for (const auto& o : ops) {
+    if (&o == op) return i;
+    ++i;
+  }
+  return i;
+}
+
+Block* Program::block(int64_t idx) const {
+  for (const auto& b : blocks)
+    if (b->idx == idx) return b.get();
+  return nullptr;
+}
+
+bool Program::fetches(std::string_view name) const {
+  return std::find(fetch.begin(), fetch.end(), name) != fetch.end();
+}
+
+int ProcessGroup::positionOf(int64_t rank) const {
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == rank) return static_cast<int>(i);
+  return -1;
+}
+
+const ProcessGroup* Job::group(int64_t ring_id) const {
+  auto it = group_by_ring_.find(ring_id);
+  return it == group_by_ring_.end() ? nullptr : &groups[it->second];
+}
+
+Program* Job::program(int64_t rank) const {
+  auto it = program_by_rank_.find(rank);
+  return it == program_by_rank_.end() ? nullptr : programs[it->second].get();
+}
+
+void Job::rebuildIndices() {
+  group_by_ring_.clear();
+  program_by_rank_.clear();
+  for (size_t i = 0; i < groups.size(); ++i) group_by_ring_.emplace(groups[i].ring_id, i);
+  for (size_t i = 0; i < programs.size(); ++i) {
+    programs[i]->position = i;
+    programs[i]->job = this;
+    program_by_rank_.emplace(programs[i]->rank, i);
+  }
+}
+
+Op makeOp(Job& job, std::string_view type) {
+  Op op;
+  op.type = job.arena.store(type);
+  op.fields = {{"type", {}}, {"inputs", {}}, {"outputs", {}}, {"attrs", {}}};
+  return op;
+}
+
+static void addSlot(std::vector<Slot>& slots, Job& job, std::string_view slot,
+                    std::vector<std::string_view> names) {
+  Slot s{job.arena.store(slot), {}};
+  for (auto n : names) s.args.push_back({job.arena.store(n), nullptr});
+  slots.push_back(std::move(s));
+}
+void addInput(Op& op, Job& job, std::string_view slot, std::vector<std::string_view> names) {
+  addSlot(op.inputs, job, slot, std::move(names));
+}
+void addOutput(Op& op, Job& job, std::string_view slot, std::vector<std::string_view> names) {
+  addSlot(op.outputs, job, slot, std::move(names));
+}
+
+}  // namespace spopt

@@ -1,0 +1,175 @@
+#pragma once
+// The in-memory form of a distributed job (format v1, ../shared/design/format.md).
+//
+// Lossless by construction: every entity keeps `fields`, its keys in file order. A field whose
+// `raw` is null is a known key held in a typed member; any other field is a key this build does
+// not know, kept as its raw JSON text. Attributes and dist attributes are JsonObjects of raw text.
+// Text is viewed (std::string_view) in the loaded file's buffer or in the job's Arena.
+//
+// Def-use: every Var lists the ops that read and write it; Block::insertOp / eraseOp /
+// Op::setArg keep those lists current so passes can follow data flow in O(uses), never by scanning.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/arena.h"
+#include "ir/json_object.h"
+
+namespace spopt {
+
+enum class DType : uint8_t { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool, UInt8 };
+std::optional<DType> parseDType(std::string_view s);
+std::string_view dtypeName(DType t);
+size_t dtypeSize(DType t);
+
+// One key of an entity, in file order. raw == null: a known key, value in the typed member.
+struct Field {
+  std::string_view key;
+  std::string_view raw;  // raw JSON of an unknown key; data()==nullptr for known keys
+  bool known() const { return raw.data() == nullptr; }
+};
+using Fields = std::vector<Field>;
+bool hasField(const Fields& f, std::string_view key);
+void ensureField(Fields& f, std::string_view key);  // appends a known key if missing
+void dropField(Fields& f, std::string_view key);
+
+struct Op;
+struct Block;
+struct Program;
+struct Job;
+
+struct Var {
+  std::string_view name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::Float32;
+  bool persistable = false;
+  JsonObject dist_attr;  // meaningful when hasField(fields, "dist_attr")
+  Fields fields;
+
+  Block* block = nullptr;
+  uint32_t id = 0;       // unique within the program
+  bool removed = false;  // removed vars are skipped by the writer
+  std::vector<Op*> readers, writers;  // def-use, in no particular order
+
+  int64_t numel() const;  // -1 if any dim is unknown
+  bool hasDistAttr() const { return hasField(fields, "dist_attr"); }
+  // dims_mapping of the dist attr, or empty when absent.
+  std::vector<int64_t> dimsMapping() const;
+};
+
+struct Arg {
+  std::string_view name;
+  Var* var = nullptr;  // resolved after load; null only while loading
+};
+struct Slot {
+  std::string_view name;
+  std::vector<Arg> args;
+};
+
+struct Op {
+  uint32_t id = 0;  // stable identity within the program across edits
+  std::string_view type;
+  std::vector<Slot> inputs, outputs;
+  JsonObject attrs;
+  JsonObject dist_attr;  // meaningful when hasField(fields, "dist_attr")
+  Fields fields;
+
+  Block* block = nullptr;
+  std::list<Op>::iterator self;  // position in block->ops
+
+  const Slot* input(std::string_view slot) const;
+  const Slot* output(std::string_view slot) const;
+  // The first arg of a slot, or null.
+  Var* in(std::string_view slot, size_t i = 0) const;
+  Var* out(std::string_view slot, size_t i = 0) const;
+  bool hasDistAttr() const { return hasField(fields, "dist_attr"); }
+  std::string executionStream() const;  // "default" when absent
+};
+
+struct Block {
+  int64_t idx = 0;
+  int64_t parent_idx = -1;
+  Block* parent = nullptr;
+  std::vector<std::unique_ptr<Var>> vars;
+  std::list<Op> ops;
+  Fields fields;
+
+  Program* program = nullptr;
+  size_t position = 0;  // index in program->blocks (the JSON array position)
+
+  // Declared here or in an ancestor block.
+  Var* lookup(std::string_view name) const;
+  Var* findLocal(std::string_view name) const;
+  Var* addVar(Var v);            // registers the name; the caller ensures it is new
+  void removeVar(Var* v);        // marks removed; the var must be unused
+  using OpIter = std::list<Op>::iterator;
+  // Inserts an op before `pos`, resolves its args in this block's scope, updates def-use.
+  // Unresolvable names throw std::logic_error: passes must create vars first.
+  Op* insertOp(OpIter pos, Op op);
+  void eraseOp(Op* op);          // unregisters def-use and removes it
+  size_t opPosition(const Op* op) const;  // O(n); for messages only
+
+ private:
+  std::unordered_map<std::string_view, Var*> by_name_;
+  friend struct Program;
+};
+
+struct Program {
+  int64_t rank = 0;
+  std::vector<std::string_view> fetch;
+  std::vector<std::unique_ptr<Block>> blocks;
+  Fields fields;
+
+  Job* job = nullptr;
+  size_t position = 0;  // index in job->programs
+  uint32_t next_op_id = 0;
+  uint32_t next_var_id = 0;
+
+  Block* block(int64_t idx) const;  // by "idx"
+  bool fetches(std::string_view name) const;
+};
+
+struct ProcessGroup {
+  int64_t ring_id = 0;
+  std::vector<int64_t> ranks;
+  Fields fields;
+  // The rank's position in `ranks` (its chunk index in a reduce-scatter), or -1.
+  int positionOf(int64_t rank) const;
+};
+
+// The loaded file's bytes; kept alive because the IR views into it.
+struct SourceBuffer {
+  virtual ~SourceBuffer() = default;
+};
+
+struct Job {
+  std::string path;  // as named by the user, for messages
+  std::string_view format;  // raw JSON string
+  int64_t version = 1;
+  int64_t world_size = 1;
+  std::vector<ProcessGroup> groups;
+  std::vector<std::unique_ptr<Program>> programs;
+  Fields fields;
+
+  Arena arena;
+  std::shared_ptr<SourceBuffer> source;
+
+  const ProcessGroup* group(int64_t ring_id) const;
+  Program* program(int64_t rank) const;
+  void rebuildIndices();  // after loading or bulk edits: group and program lookups
+
+ private:
+  std::unordered_map<int64_t, size_t> group_by_ring_, program_by_rank_;
+};
+
+// Ops whose def-use registration should not be done by hand: helper for building ops.
+Op makeOp(Job& job, std::string_view type);
+void addInput(Op& op, Job& job, std::string_view slot, std::vector<std::string_view> names);
+void addOutput(Op& op, Job& job, std::string_view slot, std::vector<std::string_view> names);
+
+}  // namespace spopt

@@ -1,0 +1,109 @@
+#include "ir/json_text.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+namespace spopt {
+
+static std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::optional<int64_t> rawToInt(std::string_view raw) {
+  raw = trim(raw);
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
+  if (ec != std::errc() || p != raw.data() + raw.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> rawToNumber(std::string_view raw) {
+  raw = trim(raw);
+  double v = 0;
+  auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), v);
+  if (ec != std::errc() || p != raw.data() + raw.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> rawToBool(std::string_view raw) {
+  raw = trim(raw);
+  if (raw == "true") return true;
+  if (raw == "false") return false;
+  return std::nullopt;
+}
+
+bool rawIsString(std::string_view raw) {
+  raw = trim(raw);
+  return raw.size() >= 2 && raw.front() == '"' && raw.back() == '"';
+}
+
+std::optional<std::string> rawToString(std::string_view raw) {
+  raw = trim(raw);
+  if (!rawIsString(raw)) return std::nullopt;
+  std::string_view body = raw.substr(1, raw.size() - 2);
+  if (body.find('\\') == std::string_view::npos) return std::string(body);
+  auto j = nlohmann::json::parse(raw, nullptr, false);
+  if (!j.is_string()) return std::nullopt;
+  return j.get<std::string>();
+}
+
+std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw) {
+  auto j = nlohmann::json::parse(raw, nullptr, false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<int64_t> out;
+  out.reserve(j.size());
+  for (const auto& e : j) {
+    if (!e.is_number_integer()) return std::nullopt;
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> rawToStringArray(std::string_view raw) {
+  auto j = nlohmann::json::parse(raw, nullptr, false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& e : j) {
+    if (!e.is_string()) return std::nullopt;
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<std::string> rawMember(std::string_view raw_object, std::string_view key) {
+  auto j = nlohmann::ordered_json::parse(raw_object, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(std::string(key));
+  if (it == j.end()) return std::nullopt;
+  return it->dump();
+}
+
+std::string quoteJson(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
+
+std::string intToRaw(int64_t v) { return std::to_string(v); }
+
+std::string intArrayToRaw(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
+  out += ']';
+  return out;
+}
+
+std::string stringArrayToRaw(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += quoteJson(v[i]);
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace spopt

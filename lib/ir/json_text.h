@@ -1,0 +1,29 @@
+#pragma once
+// Reading and writing small JSON values kept as raw text. The IR keeps every attribute, dist
+// attribute and unknown key as its JSON text, which is what makes rewriting lossless (integers stay
+// integers, 1.0 stays 1.0, key order and unknown keys survive); these helpers read typed values out.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spopt {
+
+std::optional<int64_t> rawToInt(std::string_view raw);      // integers only ("3", not "3.0")
+std::optional<double> rawToNumber(std::string_view raw);    // any JSON number
+std::optional<bool> rawToBool(std::string_view raw);
+std::optional<std::string> rawToString(std::string_view raw);  // unescaped JSON string
+std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw);
+std::optional<std::vector<std::string>> rawToStringArray(std::string_view raw);
+// A member of a raw JSON object, as raw text (nullopt if raw is no object or lacks the key).
+std::optional<std::string> rawMember(std::string_view raw_object, std::string_view key);
+
+bool rawIsString(std::string_view raw);
+
+std::string quoteJson(std::string_view text);  // JSON string literal, escaped
+std::string intToRaw(int64_t v);
+std::string intArrayToRaw(const std::vector<int64_t>& v);
+std::string stringArrayToRaw(const std::vector<std::string>& v);
+
+}  // namespace spopt

@@ -1,0 +1,311 @@
+#include "verify/verifier.h"
+
+#include <set>
+#include <unordered_map>
+
+#include "analysis/collectives.h"
+#include "ir/json_text.h"
+
+namespace spopt {
+namespace {
+
+std::string shapeText(const Var& v) {
+  std::string s = std::string(dtypeName(v.dtype)) + "[";
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(v.shape[i]);
+  }
+  return s + "]";
+}
+
+bool known(const Var* v) {
+  if (!v) return false;
+  for (auto d : v->shape)
+    if (d < 0) return false;
+  return true;
+}
+
+class Verifier {
+ public:
+  Verifier(const Job& job, const VerifyOptions& opts) : job_(job), opts_(opts) {}
+
+  std::vector<Diagnostic> run() {
+    checkGroups();
+    checkPrograms();
+    if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
+    return std::move(problems_);
+  }
+
+ private:
+  const Job& job_;
+  const VerifyOptions& opts_;
+  std::vector<Diagnostic> problems_;
+  // Op positions, computed once per block so messages cost O(1) each.
+  std::unordered_map<const Op*, size_t> op_pos_;
+
+  void report(std::string pointer, std::string message) {
+    if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
+  }
+  std::string opPtr(const Op& op) {
+    auto it = op_pos_.find(&op);
+    return "/programs/" + std::to_string(op.block->program->position) + "/blocks/" +
+           std::to_string(op.block->position) + "/ops/" + std::to_string(it == op_pos_.end() ? 0 : it->second);
+  }
+
+  void checkGroups() {
+    std::set<int64_t> rings;
+    for (size_t gi = 0; gi < job_.groups.size(); ++gi) {
+      const auto& g = job_.groups[gi];
+      std::string at = "/process_groups/" + std::to_string(gi);
+      if (!rings.insert(g.ring_id).second) report(at + "/ring_id", "ring_id " + std::to_string(g.ring_id) + " is used by two groups");
+      if (g.ranks.empty()) report(at + "/ranks", "a process group needs at least one rank");
+      std::set<int64_t> seen;
+      for (size_t i = 0; i < g.ranks.size(); ++i) {
+        int64_t r = g.ranks[i];
+        if (r < 0 || r >= job_.world_size)
+          report(at + "/ranks/" + std::to_string(i), "rank " + std::to_string(r) + " is outside the world [0, " + std::to_string(job_.world_size) + ")");
+        if (!seen.insert(r).second) report(at + "/ranks/" + std::to_string(i), "rank " + std::to_string(r) + " appears twice in ring " + std::to_string(g.ring_id));
+      }
+    }
+  }
+
+  void checkPrograms() {
+    std::set<int64_t> ranks;
+    for (const auto& p : job_.programs) {
+      std::string at = "/programs/" + std::to_string(p->position);
+      if (p->rank < 0 || p->rank >= job_.world_size)
+        report(at + "/rank", "rank " + std::to_string(p->rank) + " is outside the world [0, " + std::to_string(job_.world_size) + ")");
+      if (!ranks.insert(p->rank).second) report(at + "/rank", "rank " + std::to_string(p->rank) + " has two programs");
+      std::set<int64_t> idxs;
+      for (const auto& b : p->blocks) {
+        if (!idxs.insert(b->idx).second)
+          report(at + "/blocks/" + std::to_string(b->position) + "/idx", "block idx " + std::to_string(b->idx) + " is used twice");
+        checkBlock(*p, *b);
+      }
+      const Block* global = p->blocks.empty() ? nullptr : p->blocks.front().get();
+      for (size_t i = 0; i < p->fetch.size(); ++i)
+        if (!global || !global->lookup(p->fetch[i]))
+          report(at + "/fetch/" + std::to_string(i), "fetched var \"" + std::string(p->fetch[i]) + "\" is not declared in the first block");
+    }
+  }
+
+  void checkBlock(const Program& p, const Block& b) {
+    size_t i = 0;
+    for (const Op& op : b.ops) op_pos_[&op] = i++;
+    for (const Op& op : b.ops) {
+      bool resolved = true;
+      for (int dir = 0; dir < 2; ++dir) {
+        const auto& slots = dir == 0 ? op.inputs : op.outputs;
+        for (const auto& s : slots) {
+          for (size_t k = 0; k < s.args.size(); ++k) {
+            const Var* v = s.args[k].var;
+            if (!v || v->removed || b.lookup(s.args[k].name) != v) {
+              resolved = false;
+              report(opPtr(op) + (dir == 0 ? "/inputs/" : "/outputs/") + pointerToken(s.name) + "/" + std::to_string(k),
+                     "var \"" + std::string(s.args[k].name) + "\" is not declared in block " + std::to_string(b.idx) + " or its ancestors");
+            }
+          }
+        }
+      }
+      if (!resolved) continue;
+      if (auto c = asCollective(op)) checkCollective(p, op, *c);
+      if (opts_.shapes) checkShapes(op);
+    }
+  }
+
+  void checkCollective(const Program& p, const Op& op, const Collective& c) {
+    auto ring = op.attrs.getInt("ring_id");
+    if (!ring) {
+      report(opPtr(op) + "/attrs/ring_id", std::string(op.type) + " needs an integer ring_id");
+      return;
+    }
+    const ProcessGroup* g = job_.group(*ring);
+    if (!g) {
+      report(opPtr(op) + "/attrs/ring_id", "ring_id " + std::to_string(*ring) + " has no process group");
+      return;
+    }
+    if (g->positionOf(p.rank) < 0)
+      report(opPtr(op) + "/attrs/ring_id", "rank " + std::to_string(p.rank) + " is not a member of ring " + std::to_string(*ring));
+    if (c.kind == CollectiveKind::ReduceScatter || c.kind == CollectiveKind::AllGather) {
+      auto n = op.attrs.getInt("nranks");
+      if (n && *n != int64_t(g->ranks.size()))
+        report(opPtr(op) + "/attrs/nranks", "nranks " + std::to_string(*n) + " differs from ring " + std::to_string(*ring) + "'s size " + std::to_string(g->ranks.size()));
+    }
+    const Var* x = op.in(c.in_slot);
+    const Var* y = op.out(c.out_slot);
+    if (!x || !y) {
+      report(opPtr(op), std::string(op.type) + " needs input " + std::string(c.in_slot) + " and output " + std::string(c.out_slot));
+      return;
+    }
+    if (!opts_.shapes || !known(x) || !known(y)) return;
+    int64_t n = int64_t(g->ranks.size());
+    auto mismatch = [&](const std::string& rule) {
+      report(opPtr(op), std::string(op.type) + ": " + rule + ", but input is " + shapeText(*x) + " and output " + shapeText(*y));
+    };
+    if (x->dtype != y->dtype) mismatch("input and output dtypes must agree");
+    else if (c.kind == CollectiveKind::ReduceScatter) {
+      if (x->shape.empty() || x->shape.size() != y->shape.size() || x->shape[0] != y->shape[0] * n ||
+          !std::equal(x->shape.begin() + 1, x->shape.end(), y->shape.begin() + 1))
+        mismatch("output dim 0 must be input dim 0 / " + std::to_string(n));
+    } else if (c.kind == CollectiveKind::AllGather) {
+      if (x->shape.empty() || x->shape.size() != y->shape.size() || y->shape[0] != x->shape[0] * n ||
+          !std::equal(x->shape.begin() + 1, x->shape.end(), y->shape.begin() + 1))
+        mismatch("output dim 0 must be input dim 0 * " + std::to_string(n));
+    } else if (x->shape != y->shape) {
+      mismatch("input and output shapes must agree");
+    }
+  }
+
+  void checkShapes(const Op& op) {
+    if (op.type == "split") checkSplit(op);
+    else if (op.type == "concat") checkConcat(op);
+    else if (op.type == "matmul_v2") checkMatmul(op);
+  }
+
+  static int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
+  void checkSplit(const Op& op) {
+    const Var* x = op.in("X");
+    const Slot* outs = op.output("Out");
+    if (!x || !outs || outs->args.empty()) return report(opPtr(op), "split needs input X and outputs Out");
+    if (!known(x)) return;
+    int64_t axis = normAxis(op.attrs.getInt("axis").value_or(0), x->shape.size());
+    if (axis < 0 || axis >= int64_t(x->shape.size()))
+      return report(opPtr(op) + "/attrs/axis", "split axis is out of range for input " + shapeText(*x));
+    int64_t total = 0;
+    for (const auto& a : outs->args) {
+      if (!known(a.var)) return;
+      const Var* y = a.var;
+      bool same = y->shape.size() == x->shape.size() && y->dtype == x->dtype;
+      for (size_t d = 0; same && d < x->shape.size(); ++d)
+        if (int64_t(d) != axis && y->shape[d] != x->shape[d]) same = false;
+      if (!same) return report(opPtr(op), "split output \"" + std::string(y->name) + "\" " + shapeText(*y) + " does not match input " + shapeText(*x) + " off the split axis");
+      total += y->shape[axis];
+    }
+    if (total != x->shape[axis])
+      return report(opPtr(op), "split outputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but input " + shapeText(*x) + " has " + std::to_string(x->shape[axis]));
+    auto num = op.attrs.getInt("num");
+    if (num && *num > 0 && *num != int64_t(outs->args.size()))
+      report(opPtr(op) + "/attrs/num", "split num is " + std::to_string(*num) + " but it has " + std::to_string(outs->args.size()) + " outputs");
+    if (num && *num > 0 && x->shape[axis] % *num != 0)
+      report(opPtr(op) + "/attrs/num", "split num " + std::to_string(*num) + " does not divide " + std::to_string(x->shape[axis]));
+  }
+
+  void checkConcat(const Op& op) {
+    const Slot* xs = op.input("X");
+    const Var* y = op.out("Out");
+    if (!xs || xs->args.empty() || !y) return report(opPtr(op), "concat needs inputs X and output Out");
+    if (!known(y)) return;
+    int64_t axis = normAxis(op.attrs.getInt("axis").value_or(0), y->shape.size());
+    if (axis < 0 || axis >= int64_t(y->shape.size())) return report(opPtr(op) + "/attrs/axis", "concat axis is out of range for output " + shapeText(*y));
+    int64_t total = 0;
+    for (const auto& a : xs->args) {
+      if (!known(a.var)) return;
+      if (a.var->shape.size() != y->shape.size()) return report(opPtr(op), "concat input \"" + std::string(a.name) + "\" has rank " + std::to_string(a.var->shape.size()) + ", output " + shapeText(*y));
+      total += a.var->shape[axis];
+    }
+    if (total != y->shape[axis]) report(opPtr(op), "concat inputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but output is " + shapeText(*y));
+  }
+
+  void checkMatmul(const Op& op) {
+    const Var *x = op.in("X"), *w = op.in("Y"), *y = op.out("Out");
+    if (!x || !w || !y) return report(opPtr(op), "matmul_v2 needs inputs X, Y and output Out");
+    if (!known(x) || !known(w) || !known(y)) return;
+    if (x->shape.size() < 2 || w->shape.size() < 2) return report(opPtr(op), "matmul_v2 operands must be at least 2-D: " + shapeText(*x) + " x " + shapeText(*w));
+    bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
+    size_t rx = x->shape.size(), rw = w->shape.size();
+    int64_t m = tx ? x->shape[rx - 1] : x->shape[rx - 2], kx = tx ? x->shape[rx - 2] : x->shape[rx - 1];
+    int64_t kw = ty ? w->shape[rw - 1] : w->shape[rw - 2], n = ty ? w->shape[rw - 2] : w->shape[rw - 1];
+    if (kx != kw) return report(opPtr(op), "matmul_v2 inner dims differ: " + shapeText(*x) + " x " + shapeText(*w));
+    std::vector<int64_t> expect(x->shape.begin(), x->shape.end() - 2);
+    if (rw > 2 && rw > rx) expect.assign(w->shape.begin(), w->shape.end() - 2);
+    expect.push_back(m);
+    expect.push_back(n);
+    if (y->shape != expect) report(opPtr(op), "matmul_v2 output " + shapeText(*y) + " should have shape of " + shapeText(*x) + " x " + shapeText(*w));
+  }
+
+  // For each ring, every member rank present must issue the same sequence of collectives.
+  void checkCollectiveOrder() {
+    struct Seq {
+      const Program* prog;
+      std::vector<const Op*> ops;
+    };
+    std::map<int64_t, std::vector<Seq>> rings;
+    for (const auto& p : job_.programs)
+      for (auto& [ring, ops] : collectivesByRing(*p)) rings[ring].push_back({p.get(), ops});
+    auto describe = [&](const Op* op) {
+      auto c = asCollective(*op);
+      const Var* x = op->in(c->in_slot);
+      std::string s = std::string(op->type) + " " + (x ? shapeText(*x) : std::string("?"));
+      return s + " (" + opPtr(*op) + ")";
+    };
+    for (auto& [ring, seqs] : rings) {
+      // A member rank whose program is present but issues nothing on the ring diverges too.
+      const ProcessGroup* g = job_.group(ring);
+      if (!g) continue;
+      for (int64_t r : g->ranks) {
+        const Program* p = job_.program(r);
+        bool listed = false;
+        for (auto& s : seqs) listed |= s.prog == p;
+        if (p && !listed) seqs.push_back({p, {}});
+      }
+      if (seqs.size() < 2) continue;
+      const Seq& ref = seqs.front();
+      for (size_t si = 1; si < seqs.size(); ++si) {
+        const Seq& other = seqs[si];
+        size_t n = std::min(ref.ops.size(), other.ops.size());
+        bool reported = false;
+        for (size_t k = 0; k < n && !reported; ++k) {
+          const Op *a = ref.ops[k], *b = other.ops[k];
+          auto ca = asCollective(*a), cb = asCollective(*b);
+          const Var *xa = a->in(ca->in_slot), *xb = b->in(cb->in_slot);
+          bool same = ca->kind == cb->kind && ca->reduce == cb->reduce && xa && xb && xa->dtype == xb->dtype && xa->numel() == xb->numel();
+          if (!same) {
+            reported = true;
+            report(opPtr(*b), "ring " + std::to_string(ring) + " collective #" + std::to_string(k) + " differs: rank " +
+                                  std::to_string(ref.prog->rank) + " issues " + describe(a) + ", rank " + std::to_string(other.prog->rank) +
+                                  " issues " + describe(b));
+          }
+        }
+        if (!reported && ref.ops.size() != other.ops.size()) {
+          const Seq& longer = ref.ops.size() > other.ops.size() ? ref : other;
+          const Seq& shorter = ref.ops.size() > other.ops.size() ? other : ref;
+          report(opPtr(*longer.ops[n]), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
+                                            std::to_string(longer.ops.size()) + " collectives but rank " + std::to_string(shorter.prog->rank) +
+                                            " issues " + std::to_string(shorter.ops.size()) + "; first unmatched: " + describe(longer.ops[n]));
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<Diagnostic> verifyJob(const Job& job, const VerifyOptions& opts) { return Verifier(job, opts).run(); }
+
+std::string opPointer(const Op& op) {
+  return "/programs/" + std::to_string(op.block->program->position) + "/blocks/" + std::to_string(op.block->position) +
+         "/ops/" + std::to_string(op.block->opPosition(&op));
+}
+
+std::string varPointer(const Var& v) {
+  size_t i = 0;
+  for (const auto& x : v.block->vars) {
+    if (x.get() == &v) break;
+    if (!x->removed) ++i;
+  }
+  return "/programs/" + std::to_string(v.block->program->position) + "/blocks/" + std::to_string(v.block->position) +
+         "/vars/" + std::to_string(i);
+}
+
+}  // namespace spopt
+
+#include "io/loader.h"
+namespace spopt {
+std::unique_ptr<Job> loadVerifiedJob(const std::string& path, const VerifyOptions& opts) {
+  auto job = loadJob(path);
+  auto problems = verifyJob(*job, opts);
+  if (!problems.empty()) throw InputErrors(std::move(problems));
+  return job;
+}
+}  // namespace spopt
