@@ -184,6 +184,39 @@ void Job::rebuildIndices() {
   }
 }
 
+void setInputArg(Op& op, std::string_view slot, size_t i, Var* to) {
+  for (auto& s : op.inputs) {
+    if (s.name != slot || i >= s.args.size()) continue;
+    Arg& a = s.args[i];
+    if (a.var) unlink(a.var->readers, &op);
+    a.var = to;
+    a.name = to->name;
+    to->readers.push_back(&op);
+    return;
+  }
+  throw std::logic_error("setInputArg: op " + std::string(op.type) + " has no input " + std::string(slot));
+}
+
+size_t replaceAllUses(Var* from, Var* to) {
+  std::vector<Op*> readers = from->readers;  // copy: the list shrinks as we go
+  size_t changed = 0;
+  std::sort(readers.begin(), readers.end());
+  readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+  for (Op* op : readers) {
+    for (auto& s : op->inputs) {
+      for (auto& a : s.args) {
+        if (a.var != from) continue;
+        unlink(from->readers, op);
+        a.var = to;
+        a.name = to->name;
+        to->readers.push_back(op);
+        ++changed;
+      }
+    }
+  }
+  return changed;
+}
+
 Op makeOp(Job& job, std::string_view type) {
   Op op;
   op.type = job.arena.store(type);

@@ -167,6 +167,11 @@ struct Job {
   std::unordered_map<int64_t, size_t> group_by_ring_, program_by_rank_;
 };
 
+// Redirects every read of `from` to `to`, keeping def-use current. Returns the args changed.
+size_t replaceAllUses(Var* from, Var* to);
+// Points input arg `i` of `slot` at `to`, keeping def-use current.
+void setInputArg(Op& op, std::string_view slot, size_t i, Var* to);
+
 // Ops whose def-use registration should not be done by hand: helper for building ops.
 Op makeOp(Job& job, std::string_view type);
 void addInput(Op& op, Job& job, std::string_view slot, std::vector<std::string_view> names);
