@@ -1,0 +1,43 @@
+#pragma once
+// CPU kernels for the compute and scheduling ops of ../shared/design/ops.md (not collectives: the
+// executor runs those through a Communicator). A kernel reads its inputs and fills outputs that
+// the executor has already allocated with each output var's declared dtype and shape.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ir.h"
+#include "runtime/tensor.h"
+
+namespace spopt::rt {
+
+// Where a kernel finds its tensors. Absent slots or args give nullptr / 0.
+class KernelIO {
+ public:
+  virtual ~KernelIO() = default;
+  virtual const Tensor* input(std::string_view slot, size_t i = 0) const = 0;
+  virtual size_t inputCount(std::string_view slot) const = 0;
+  virtual Tensor* output(std::string_view slot, size_t i = 0) = 0;
+  virtual size_t outputCount(std::string_view slot) const = 0;
+};
+
+struct KernelContext {
+  const Op& op;     // type and attrs
+  int64_t rank;     // global rank running the op (dropout masks depend on it)
+  uint64_t seed;    // the replay seed
+  KernelIO& io;
+};
+
+// Bad shapes or attributes for an op: the executor turns it into exit 2 naming op, rank, block, index.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using KernelFn = void (*)(KernelContext&);
+KernelFn findKernel(std::string_view op_type);  // nullptr when replay does not support the op
+std::vector<std::string_view> supportedKernelOps();
+
+}  // namespace spopt::rt

@@ -1,0 +1,64 @@
+#include "runtime/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace spopt::rt {
+
+Storage storageOf(DType t) {
+  switch (t) {
+    case DType::Float64: return Storage::F64;
+    case DType::Int32:
+    case DType::Int64: return Storage::I64;
+    case DType::Bool:
+    case DType::UInt8: return Storage::U8;
+    default: return Storage::F32;
+  }
+}
+
+size_t storageSize(Storage s) {
+  switch (s) {
+    case Storage::F32: return 4;
+    case Storage::F64:
+    case Storage::I64: return 8;
+    case Storage::U8: return 1;
+  }
+  return 1;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  numel_ = 1;
+  for (int64_t d : shape_) {
+    if (d < 0) throw std::invalid_argument("tensor shape has an unknown (-1) dim");
+    numel_ *= d;
+  }
+  size_t n = bytes();
+  size_t padded = (n + 63) / 64 * 64;
+  if (padded == 0) padded = 64;
+  void* p = std::aligned_alloc(64, padded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, padded);
+  buf_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+Tensor Tensor::view(std::vector<int64_t> shape) const {
+  Tensor t = *this;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n != numel_) throw std::invalid_argument("view: element count differs");
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (numel_) std::memcpy(t.raw(), raw(), bytes());
+  return t;
+}
+
+void Tensor::checkStorage(Storage s) const {
+  if (s != storage()) throw std::logic_error("tensor accessed with the wrong element type");
+}
+
+}  // namespace spopt::rt
