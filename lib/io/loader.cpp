@@ -234,7 +234,6 @@ class Loader {
 
   void parseJob(od::object root) {
     Job& job = job_;
-    std::string_view version_raw;
     for (auto f : root) {
       od::field field;
       check(std::move(f).get(field));
