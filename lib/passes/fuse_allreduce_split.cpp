@@ -282,8 +282,6 @@ class FuseAllreduceSplit final : public Pass {
     for (size_t i = 0; i < args.size(); ++i) {
       const Var* v = args[i].var;
       if (!seen.insert(v).second) return refuse(c, "split-out-twice", "the split writes " + quoted(v) + " twice");
-      if (const Op* w = firstOther(v->writers, &s))
-        return refuse(c, "split-out-written", "split output " + std::to_string(i) + " " + quoted(v) + " is also written by " + opText(w, s.block));
       if (!v->readers.empty() || isFetched(v) || v->persistable) used.push_back(i);
     }
     if (used.empty()) return refuse(c, "split-unused", "no split output is used");
@@ -299,8 +297,14 @@ class FuseAllreduceSplit final : public Pass {
       return refuse(c, "wrong-chunk", "split keeps output " + std::to_string(k) + " but rank " + std::to_string(c.program->rank) +
                                           " is at position " + std::to_string(position) + " of " + groupText(*c.group));
     c.kept = args[k].var;
-    for (size_t i = 0; i < args.size(); ++i)
-      if (i != k) c.dead.push_back(args[i].var);
+    // The dead outputs are removed: nothing else may write them either. (Other writes of the kept
+    // chunk are checked by checkKeptAccess.)
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (i == k) continue;
+      if (const Op* w = firstOther(args[i].var->writers, &s))
+        return refuse(c, "split-out-written", "split output " + std::to_string(i) + " " + quoted(args[i].var) + " is also written by " + opText(w, s.block));
+      c.dead.push_back(args[i].var);
+    }
     return true;
   }
 
