@@ -445,6 +445,20 @@ def dynamic_split(p):
 refused("fuse-refuse-split-axis-tensor", each(tp_job(2), dynamic_split), [
     "CHECK: " + explain(0, 1, "c_allreduce_sum", "split-dynamic", "the split takes AxisTensor as a tensor; only attribute axis/num/sections are understood")])
 
+# Unknown dims (-1) are allowed for rewrite; the verifier then cannot check shapes or dtypes of
+# the split, so the pass checks the dtype of what it rewires itself.
+def unknown_batch(p):
+    for v in block0(p)["vars"]:
+        if v["name"] != "w":
+            v["shape"] = [-1, 4]
+fused("fuse-unknown-dims", each(tp_job(2), unknown_batch), [f"CHECK: {stats(2, 2, 0)}", NO_EXPLAIN])
+def half_chunks(p):
+    for v in block0(p)["vars"]:
+        if v["name"] in ("y_0", "y_1", "z"):
+            v["dtype"] = "float16"
+refused("fuse-refuse-dtype", each(each(tp_job(2), unknown_batch), half_chunks, ranks=[1]), [
+    "CHECK: " + explain(1, 1, "c_allreduce_sum", "dtype", 'the kept chunk "y_1" is float16 but the all-reduce input "y" is float32')])
+
 # ---------------------------------------------------------------------------------------------
 # The command: pipelines, round trip, dry run, report, print-after, stdin/stdout, exit codes
 
@@ -483,6 +497,8 @@ case("fuse-print-after", SIMPLE, "%sp-opt rewrite %S/in.json - --print-after=fus
 case("fuse-print-after-all-empty", SIMPLE, "%sp-opt rewrite %S/in.json %T/out.json --print-after-all --passes=",
      ["CHECK-NOT: // -----"], expect_out=False)
 case("fuse-stdin-stdout", SIMPLE, "cat %S/in.json | %sp-opt rewrite - - > %T/out.json", [])
+case("fuse-passes-list", SIMPLE, "%sp-opt passes", [], expect_out=False, stdout="")
+case("fuse-passes-list-all", SIMPLE, "%sp-opt passes --all", [], expect_out=False, stdout="")
 case("fuse-bad-input", SIMPLE, "echo '{\"format\": \"sp-opt.program\"}' | %sp-opt rewrite - %T/out.json",
      [], rc=2, expect_out=False, extra={"absent": "out.json\n"})
 

@@ -297,6 +297,11 @@ class FuseAllreduceSplit final : public Pass {
       return refuse(c, "wrong-chunk", "split keeps output " + std::to_string(k) + " but rank " + std::to_string(c.program->rank) +
                                           " is at position " + std::to_string(position) + " of " + groupText(*c.group));
     c.kept = args[k].var;
+    if (c.kept == c.x)
+      return refuse(c, "in-place", "the kept chunk " + quoted(c.kept) + " is the all-reduce input itself");
+    if (c.kept->dtype != c.x->dtype)
+      return refuse(c, "dtype", "the kept chunk " + quoted(c.kept) + " is " + std::string(dtypeName(c.kept->dtype)) +
+                                    " but the all-reduce input " + quoted(c.x) + " is " + std::string(dtypeName(c.x->dtype)));
     // The dead outputs are removed: nothing else may write them either. (Other writes of the kept
     // chunk are checked by checkKeptAccess.)
     for (size_t i = 0; i < args.size(); ++i) {
