@@ -73,8 +73,8 @@ class FuseAllreduceSplit final : public Pass {
 
   void run(Job& job, PassContext& ctx) override {
     job_ = &job;
-    indexPositions();
-    for (auto& p : job.programs) collect(*p);
+    index();
+    for (Candidate& c : cands_) c.ok = check(c);
     decide();
     for (Candidate& c : cands_) {
       if (!c.counted) continue;
@@ -96,27 +96,43 @@ class FuseAllreduceSplit final : public Pass {
   bool skip_agreement_;
   Job* job_ = nullptr;
   std::vector<Candidate> cands_;                      // every all-reduce, in program/block/op order
-  std::unordered_map<const Op*, size_t> cand_of_;     // all-reduce -> index in cands_
+  std::vector<std::vector<int32_t>> cand_of_;         // [program position][op id] -> index in cands_, or -1
   std::vector<std::vector<uint32_t>> pos_;            // [program position][op id] -> index in block
   std::vector<std::unordered_set<std::string_view>> fetched_;  // [program position]
   std::vector<std::map<int64_t, std::vector<const Op*>>> rings_;  // [program position] -> ring -> issue order
 
   // --- positions and descriptions (for messages and ordering checks) ---
 
-  void indexPositions() {
-    pos_.assign(job_->programs.size(), {});
-    fetched_.assign(job_->programs.size(), {});
+  // One walk over every op: positions, each ring's collectives in issue order (the same order as
+  // collectivesByRing), and the all-reduces, which are checked once every position is known.
+  void index() {
+    size_t np = job_->programs.size();
+    pos_.assign(np, {});
+    cand_of_.assign(np, {});
+    fetched_.assign(np, {});
+    rings_.assign(np, {});
     for (auto& p : job_->programs) {
       auto& v = pos_[p->position];
       v.assign(p->next_op_id, 0);
+      cand_of_[p->position].assign(p->next_op_id, -1);
       for (auto& b : p->blocks) {
         uint32_t i = 0;
-        for (const Op& op : b->ops) v[op.id] = i++;
+        for (Op& op : b->ops) {
+          v[op.id] = i++;
+          auto coll = asCollective(op);
+          if (!coll || !communicates(*coll)) continue;
+          rings_[p->position][coll->ring_id].push_back(&op);
+          if (coll->kind != CollectiveKind::AllReduce) continue;
+          cand_of_[p->position][op.id] = int32_t(cands_.size());
+          Candidate c;
+          c.program = p.get();
+          c.allreduce = &op;
+          c.coll = *coll;
+          cands_.push_back(std::move(c));
+        }
       }
       fetched_[p->position].insert(p->fetch.begin(), p->fetch.end());
     }
-    rings_.clear();
-    for (auto& p : job_->programs) rings_.push_back(collectivesByRing(*p));
   }
   uint32_t pos(const Op* op) const { return pos_[op->block->program->position][op->id]; }
   bool isFetched(const Var* v) const { return fetched_[v->block->program->position].count(v->name) > 0; }
@@ -149,22 +165,6 @@ class FuseAllreduceSplit final : public Pass {
   }
 
   // --- this rank's own checks ---
-
-  void collect(Program& p) {
-    for (auto& b : p.blocks) {
-      for (Op& op : b->ops) {
-        auto coll = asCollective(op);
-        if (!coll || coll->kind != CollectiveKind::AllReduce) continue;
-        Candidate c;
-        c.program = &p;
-        c.allreduce = &op;
-        c.coll = *coll;
-        c.ok = check(c);
-        cand_of_[&op] = cands_.size();
-        cands_.push_back(std::move(c));
-      }
-    }
-  }
 
   // Sets code and reason and returns false. Reasons are built even when not explaining: a peer's
   // refusal may quote them, and each costs O(1).
@@ -382,8 +382,8 @@ class FuseAllreduceSplit final : public Pass {
       const auto& ops = *ops_ptr;
       Candidate* c = nullptr;
       if (k < ops.size()) {
-        auto it = cand_of_.find(ops[k]);
-        if (it != cand_of_.end()) c = &cands_[it->second];
+        int32_t i = cand_of_[ops[k]->block->program->position][ops[k]->id];
+        if (i >= 0) c = &cands_[size_t(i)];
       }
       if (c) here.push_back(c);
       if (!blocker_why.empty() || (c && c->ok)) continue;
