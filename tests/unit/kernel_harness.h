@@ -129,6 +129,13 @@ inline std::vector<double> toDoubles(const Tensor& t) {
   return v;
 }
 
+// Distinct values 7i - 3 (for integer tensors, where random floats would truncate).
+inline std::vector<double> sequence(int64_t n) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(double(i * 7 - 3));
+  return v;
+}
+
 // A random tensor; its values as doubles (after rounding to the dtype) for the reference.
 inline Tensor randomTensor(DType t, const Dims& shape) { return fromDoubles(t, shape, randomValues(numel(shape))); }
 
