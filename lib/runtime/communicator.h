@@ -18,6 +18,7 @@
 #include "analysis/collectives.h"
 #include "ir/ir.h"
 #include "runtime/tensor.h"
+#include "support/error.h"
 
 namespace spopt::rt {
 
@@ -47,6 +48,18 @@ struct CollectiveHeader {
 // "rank 0 issued ... but rank 1 issued ..." as the one-line error both ranks report.
 std::string mismatchMessage(int64_t ring, uint64_t seq, const OpDesc& a, const CollectiveHeader& ha,
                             const OpDesc& b, const CollectiveHeader& hb);
+
+// Every member of the ring detects the same mismatch; `reporter` (the ring's first rank) is the
+// one whose report a multi-process backend prints.
+class CollectiveMismatch : public InputError {
+ public:
+  CollectiveMismatch(std::string file, std::string pointer, std::string message, int64_t reporter)
+      : InputError(std::move(file), std::move(pointer), std::move(message)), reporter_(reporter) {}
+  int64_t reporter() const { return reporter_; }
+
+ private:
+  int64_t reporter_;
+};
 
 // Another rank failed; its error is the one worth reporting.
 class RankAborted : public std::runtime_error {

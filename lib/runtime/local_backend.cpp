@@ -162,7 +162,10 @@ class LocalComm final : public Communicator {
     // Every member compares against position 0, so all of them report the same mismatch.
     for (size_t i = 1; i < n; ++i)
       if (!slot->posts[i].header.sameAs(slot->posts[0].header))
-        fail(mismatchMessage(ring_id, seq, slot->posts[0].desc, slot->posts[0].header, slot->posts[i].desc, slot->posts[i].header));
+        throw CollectiveMismatch(d.file, d.pointer,
+                                 mismatchMessage(ring_id, seq, slot->posts[0].desc, slot->posts[0].header, slot->posts[i].desc,
+                                                 slot->posts[i].header),
+                                 ring.ranks[0]);
     lk.unlock();
 
     compute(slot->posts, pos);
