@@ -7,15 +7,15 @@
 #include <cstdio>
 #include <vector>
 
+#include "runtime/kernels/blas_info.h"
+
 namespace spopt::app {
 
 int printBlasProbe() {
   // Looked up at run time: the BLAS found at configure time may not be OpenBLAS.
-  using NameFn = char* (*)();
   using ThreadsFn = int (*)();
-  auto corename = reinterpret_cast<NameFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   auto threads = reinterpret_cast<ThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  std::printf("blas_core %s\n", corename ? corename() : "unknown (not OpenBLAS)");
+  std::printf("blas_core %s\n", rt::blasCoreName().c_str());
   std::printf("blas_threads %d\n", threads ? threads() : 0);
   for (int n : {256, 512, 1024}) {
     std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
