@@ -60,7 +60,12 @@ class LocalComm final : public Communicator {
  public:
   LocalComm(std::shared_ptr<LocalWorld> world, int64_t rank, std::shared_ptr<AbortFlag> abort, std::chrono::milliseconds timeout)
       : world_(std::move(world)), rank_(rank), abort_(std::move(abort)), timeout_(timeout) {}
-  ~LocalComm() override { finish(); }
+  // A rank that fails unwinds through here: raise the abort first, so members waiting for it
+  // report "aborted" (and the run reports this rank's error), not "ended its program".
+  ~LocalComm() override {
+    if (std::uncaught_exceptions() > 0) abort_->raised = true;
+    finish();
+  }
 
   int64_t rank() const override { return rank_; }
 
@@ -143,18 +148,29 @@ class LocalComm final : public Communicator {
     ++slot->arrived;
     world_->cv.notify_all();
 
+    // A member that gives up takes its post back: its input dies with it, and a late member must
+    // then wait (and notice the abort) instead of reading it.
+    auto retract = [&] {
+      slot->posts[size_t(pos)] = Post{};
+      --slot->arrived;
+    };
     while (slot->arrived < n) {
-      if (abort_->raised) throw RankAborted("aborted: another rank failed");
+      if (abort_->raised) {
+        retract();
+        throw RankAborted("aborted: another rank failed");
+      }
       std::vector<int64_t> missing, gone;
       for (size_t i = 0; i < n; ++i)
         if (!slot->posts[i].posted) {
           missing.push_back(ring.ranks[i]);
           if (world_->finished.count(ring.ranks[i])) gone.push_back(ring.ranks[i]);
         }
+      const bool timed_out = Clock::now() >= deadline;
+      if (!gone.empty() || timed_out) retract();
       if (!gone.empty())
         fail(d.text() + ": rank " + rankList(gone) + " ended its program without issuing collective #" + std::to_string(seq) +
              " on ring " + std::to_string(ring_id) + " (rank " + std::to_string(rank_) + " issued " + h.text() + ")");
-      if (Clock::now() >= deadline)
+      if (timed_out)
         fail(d.text() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s waiting on ring " +
              std::to_string(ring_id) + " collective #" + std::to_string(seq) + " for rank " + rankList(missing));
       world_->cv.wait_for(lk, kPollInterval);
@@ -175,8 +191,9 @@ class LocalComm final : public Communicator {
     lk.lock();
     ++slot->departed;
     world_->cv.notify_all();
+    const auto leave_deadline = Clock::now() + timeout_;
     while (slot->departed < n) {
-      if (Clock::now() >= deadline + timeout_)
+      if (Clock::now() >= leave_deadline)
         fail(d.text() + ": timed out waiting for the members of ring " + std::to_string(ring_id) + " to finish collective #" +
              std::to_string(seq));
       world_->cv.wait_for(lk, kPollInterval);
