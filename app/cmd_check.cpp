@@ -126,7 +126,7 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
                        sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
-                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str();
+                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str()->check(CLI::PositiveNumber);
                        return [o] { return runCheck(*o); };
                      }}};
 

@@ -99,7 +99,7 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");
                        sub.add_option("--trace", o->trace, "Write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
-                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str();
+                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str()->check(CLI::PositiveNumber);
                        sub.add_flag("--blas-probe", o->blas_probe, "Print the OpenBLAS core and its sgemm GFLOP/s, then exit");
                        return [o] { return runReplay(*o); };
                      }}};
