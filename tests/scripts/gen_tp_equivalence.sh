@@ -6,7 +6,7 @@
 set -euo pipefail
 sp_opt=$1
 src=$2
-if ! "$sp_opt" replay --help > /dev/null 2>&1; then
+if ! "$sp_opt" --help | grep -E "^  replay " > /dev/null; then
   echo "skipped: this sp-opt has no replay subcommand yet"
   exit 77
 fi
