@@ -1,6 +1,5 @@
 // sp-opt gen mlp|gpt ...: write a tensor/sequence-parallel training job (lib/gen).
-#include <spdlog/spdlog.h>
-
+#include <iostream>
 #include <memory>
 
 #include "command.h"
@@ -27,9 +26,10 @@ int runGen(Options& o) {
   o.gen.sgd = o.optimizer == "sgd" && (o.gen.backward || o.optimizer_flag->count() > 0);
   gen::checkOptions(o.gen);
   AtomicFile out(o.output);
-  gen::generateJob(o.gen, out);
+  gen::GenStats stats = gen::generateJob(o.gen, out);
   out.commit();
-  spdlog::debug("wrote {}: {} ranks", o.output, o.gen.tp * o.gen.dp);
+  if (o.output != "-")
+    std::cout << o.output << ": " << stats.ranks << " ranks, " << stats.ops << " ops, " << stats.vars << " vars\n";
   return kExitOk;
 }
 

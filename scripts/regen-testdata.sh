@@ -11,7 +11,6 @@ gen() {  # FILE ARGS...
   local file=$1
   shift
   "$sp_opt" gen "$@" -o "$out/$file"
-  echo "$out/$file"
 }
 gen gen_mlp_tp2.json            mlp --tp 2 --layers 2
 gen gen_mlp_tp2_sp.json         mlp --tp 2 --layers 2 --sequence-parallel

@@ -20,7 +20,7 @@ void group(JsonEmitter& out, bool& first, int64_t ring, const std::vector<int64_
 }
 
 // One phase of one rank's block: its vars or its ops, one per line.
-void emitBlockPart(JsonEmitter& out, const GenOptions& o, const Topology& topo, int64_t rank, ProgramBuilder::Phase phase) {
+size_t emitBlockPart(JsonEmitter& out, const GenOptions& o, const Topology& topo, int64_t rank, ProgramBuilder::Phase phase) {
   ProgramBuilder b(out, topo, phase, "\n            ");
   if (o.model == Model::Mlp)
     emitMlp(b, o, rank);
@@ -28,11 +28,14 @@ void emitBlockPart(JsonEmitter& out, const GenOptions& o, const Topology& topo, 
     emitGpt(b, o, rank);
   b.finish();
   if (b.written()) out.raw("\n          ");
+  return b.written();
 }
 
-void emitJob(const GenOptions& o, JsonEmitter& out) {
+GenStats emitJob(const GenOptions& o, JsonEmitter& out) {
   checkOptions(o);
   const Topology topo(o.tp, o.dp);
+  GenStats stats;
+  stats.ranks = topo.world();
   out.raw("{\n  \"format\": \"sp-opt.program\",\n  \"version\": 1,\n  \"world_size\": ");
   out.integer(topo.world());
   out.raw(",\n  \"process_groups\": [");
@@ -50,21 +53,23 @@ void emitJob(const GenOptions& o, JsonEmitter& out) {
     out.raw(",\n      \"fetch\": [");
     out.string(kLossName);
     out.raw("],\n      \"blocks\": [\n        {\n          \"idx\": 0,\n          \"parent_idx\": -1,\n          \"vars\": [");
-    emitBlockPart(out, o, topo, rank, ProgramBuilder::Phase::Vars);
+    stats.vars += int64_t(emitBlockPart(out, o, topo, rank, ProgramBuilder::Phase::Vars));
     out.raw("],\n          \"ops\": [");
-    emitBlockPart(out, o, topo, rank, ProgramBuilder::Phase::Ops);
+    stats.ops += int64_t(emitBlockPart(out, o, topo, rank, ProgramBuilder::Phase::Ops));
     out.raw("]\n        }\n      ]\n    }");
     out.maybeFlush();
   }
   out.raw("\n  ]\n}\n");
+  return stats;
 }
 
 }  // namespace
 
-void generateJob(const GenOptions& o, AtomicFile& file) {
+GenStats generateJob(const GenOptions& o, AtomicFile& file) {
   JsonEmitter out(&file);
-  emitJob(o, out);
+  GenStats stats = emitJob(o, out);
   out.flush();
+  return stats;
 }
 
 std::string generateJobText(const GenOptions& o) {

@@ -11,8 +11,12 @@ class AtomicFile;
 
 namespace spopt::gen {
 
+struct GenStats {
+  int64_t ranks = 0, vars = 0, ops = 0;  // vars and ops summed over the ranks
+};
+
 // Checks the options (InputError on bad ones), then writes the job. Same options, same bytes.
-void generateJob(const GenOptions& o, AtomicFile& out);
+GenStats generateJob(const GenOptions& o, AtomicFile& out);
 std::string generateJobText(const GenOptions& o);
 
 }  // namespace spopt::gen

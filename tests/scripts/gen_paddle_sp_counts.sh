@@ -26,8 +26,8 @@ expect() {  # WHAT GOT WANT
 for dialect in legacy current; do
   job="$tmp/mlp_$dialect.json"
   out="$tmp/mlp_${dialect}_fused.json"
-  "$sp_opt" gen mlp --tp 4 --layers 2 --sequence-parallel --dialect "$dialect" -o "$job"
-  "$sp_opt" rewrite "$job" "$out"
+  "$sp_opt" gen mlp --tp 4 --layers 2 --sequence-parallel --dialect "$dialect" -o "$job" > /dev/null
+  "$sp_opt" rewrite "$job" "$out" > /dev/null
   ops() { jq -c '.programs[] | select(.rank == 2) | .blocks[0].ops[]' "$out"; }
   count() { ops | jq -r '.type' | grep -cxE "$1" || true; }
   expect "$dialect all-gathers" "$(count 'c_allgather|all_gather')" 4

@@ -17,7 +17,7 @@ fail=0
 run() {  # NAME ARGS...: generate, validate, replay with --dump into $tmp/NAME
   local name=$1
   shift
-  "$sp_opt" gen "$@" -o "$tmp/$name.json"
+  "$sp_opt" gen "$@" -o "$tmp/$name.json" > /dev/null
   "$sp_opt" validate "$tmp/$name.json" > /dev/null
   "$sp_opt" replay "$tmp/$name.json" --seed 11 --dump "$tmp/$name.dump" > "$tmp/$name.replay.txt"
 }
