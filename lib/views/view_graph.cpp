@@ -171,6 +171,11 @@ struct UnionFind {
 
 bool isOp(const ViewNode& n) { return n.kind == ViewNode::OpNode; }
 
+bool isCollective(const Op& op) {
+  auto c = asCollective(op);
+  return c && communicates(*c);
+}
+
 // Replaces each group of at least `min_ops` ops (by union-find root) with one Folded node, drops
 // edges inside a group and duplicate edges, and drops input nodes that only fed folded groups.
 void contract(ViewGraph& g, UnionFind& groups, size_t min_ops) {
@@ -234,8 +239,10 @@ void foldUnchangedChains(ViewGraph& g, size_t min_ops) {
     if (to.status != ViewStatus::Unchanged || e.status != ViewStatus::Unchanged) near_change[e.from] = true;
     if (from.status != ViewStatus::Unchanged || e.status != ViewStatus::Unchanged) near_change[e.to] = true;
   }
+  // Collectives stay visible: what a rank communicates is what a reviewer looks for.
   auto foldable = [&](uint32_t v) {
-    return isOp(g.nodes[v]) && g.nodes[v].status == ViewStatus::Unchanged && !near_change[v];
+    return isOp(g.nodes[v]) && g.nodes[v].status == ViewStatus::Unchanged && !near_change[v] &&
+           !isCollective(*g.nodes[v].op);
   };
   UnionFind groups(n);
   for (uint32_t u = 0; u < n; ++u) {
@@ -247,11 +254,7 @@ void foldUnchangedChains(ViewGraph& g, size_t min_ops) {
 
 void foldAllButCollectives(ViewGraph& g) {
   const size_t n = g.nodes.size();
-  auto isCollective = [&](uint32_t v) {
-    if (!isOp(g.nodes[v])) return false;
-    auto c = asCollective(*g.nodes[v].op);
-    return c && communicates(*c);
-  };
+  auto comm = [&](uint32_t v) { return isOp(g.nodes[v]) && isCollective(*g.nodes[v].op); };
   // Edges go from earlier to later nodes in a single program's graph (a writer precedes its
   // readers), so one pass in edge order of targets gives each op the collectives above it.
   std::vector<std::vector<uint32_t>> in_edges(n);
@@ -260,11 +263,11 @@ void foldAllButCollectives(ViewGraph& g) {
   for (uint32_t v = 0; v < n; ++v)
     for (uint32_t i : in_edges[v]) {
       uint32_t u = g.edges[i].from;
-      if (u < v) stage[v] = std::max(stage[v], stage[u] + (isCollective(u) ? 1u : 0u));
+      if (u < v) stage[v] = std::max(stage[v], stage[u] + (comm(u) ? 1u : 0u));
     }
   UnionFind groups(n);
   for (const ViewEdge& e : g.edges)
-    if (isOp(g.nodes[e.from]) && isOp(g.nodes[e.to]) && !isCollective(e.from) && !isCollective(e.to) &&
+    if (isOp(g.nodes[e.from]) && isOp(g.nodes[e.to]) && !comm(e.from) && !comm(e.to) &&
         stage[e.from] == stage[e.to])
       groups.unite(e.from, e.to);
   contract(g, groups, 2);

@@ -42,7 +42,7 @@ ViewGraph buildProgramGraph(const Program& p, bool bus_factors);
 ViewGraph buildDiffGraph(const RankDiff& r, bool bus_factors);
 
 // Folds every chain of at least `min_ops` unchanged ops (each the only op consumer of the one
-// before) into one node, except ops next to a change, which stay as context. Linear.
+// before) into one node, except collectives and ops next to a change, which stay. Linear.
 void foldUnchangedChains(ViewGraph& g, size_t min_ops);
 
 // Keeps the collectives and folds the compute between them: ops that are connected and lie after
