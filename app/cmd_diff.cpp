@@ -1,6 +1,9 @@
 // sp-opt diff BEFORE AFTER: what a rewrite changed, rank by rank. Exit codes as diff(1):
 // 0 same, 1 different, 2 trouble.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cstdlib>
 #include <iostream>
@@ -42,13 +45,25 @@ const RankDiff& rankToDraw(const JobDiff& d) {
   return d.ranks.front();
 }
 
+// Seconds since the last call, for the -v phase timings that the benchmark reads.
+double lap() {
+  static auto last = std::chrono::steady_clock::now();
+  auto now = std::chrono::steady_clock::now();
+  double s = std::chrono::duration<double>(now - last).count();
+  last = now;
+  return s;
+}
+
 int runDiff(const Options& o) {
+  lap();
   auto before = loadJob(o.before);
   auto after = loadJob(o.after);
+  spdlog::debug("loaded both jobs in {:.3f} s", lap());
   DiffOptions opts;
   opts.rank = o.rank;
   opts.bus_factors = o.bus_factors;
   JobDiff diff = diffJobs(*before, *after, opts);
+  spdlog::debug("compared in {:.3f} s", lap());
   std::string text;
   if (o.format == "json") {
     text = renderDiffJson(diff);
@@ -63,6 +78,7 @@ int runDiff(const Options& o) {
     std::string dot = graphToDot(g, title);
     text = o.format == "dot" ? dot : renderDiffHtml(diff, r, dot);
   }
+  spdlog::debug("rendered {} in {:.3f} s", o.format, lap());
   AtomicFile out(o.output);
   out.write(text);
   out.commit();

@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config python3 python3-jsonschema python3-numpy jq time
   libcli11-dev nlohmann-json3-dev libsimdjson-dev libspdlog-dev catch2
   libopenblas-dev libopenmpi-dev openmpi-bin
-  graphviz clang
+  graphviz clang chromium
 )
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

@@ -57,8 +57,15 @@ void compareSlots(Changes& out, std::string_view prefix, const std::vector<Slot>
       if (s.name == name) return &s;
     return nullptr;
   };
+  auto sameArgs = [](const Slot& x, const Slot& y) {
+    if (x.args.size() != y.args.size()) return false;
+    for (size_t i = 0; i < x.args.size(); ++i)
+      if (x.args[i].name != y.args[i].name) return false;
+    return true;
+  };
   for (const Slot& b : before) {
     const Slot* a = find(after, b.name);
+    if (a && sameArgs(b, *a)) continue;
     note(out, std::string(prefix) + "." + std::string(b.name), argsJson(b), a ? MaybeText(argsJson(*a)) : std::nullopt);
   }
   for (const Slot& a : after)
@@ -70,6 +77,7 @@ void compareObjects(Changes& out, std::string_view prefix, const JsonObject& bef
   auto path = [&](std::string_view key) { return std::string(prefix) + "." + std::string(key); };
   for (const Member& m : before.members) {
     const std::string_view* a = after.find(m.key);
+    if (a && *a == m.raw) continue;  // the common case, without building strings
     note(out, path(m.key), compactJson(m.raw), a ? MaybeText(compactJson(*a)) : std::nullopt);
   }
   for (const Member& m : after.members)

@@ -1,8 +1,8 @@
 #include "analysis/op_match.h"
 
-#include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace spopt {
 
@@ -67,20 +67,28 @@ bool keyApplies(const Op& op, KeyKind kind) {
 }
 
 void matchRound(const OpOrder& before, const OpOrder& after, OpMatching& m, KeyKind kind) {
-  std::unordered_map<std::string, std::deque<uint32_t>> waiting;  // key -> unpaired BEFORE ops
+  // Unpaired BEFORE ops per key, as singly linked lists in program order (no allocation per key
+  // beyond the map node: most keys are unique).
+  struct Queue {
+    uint32_t head, tail;
+  };
+  std::unordered_map<std::string, Queue> waiting;
+  std::vector<uint32_t> next(before.ops.size(), OpMatching::kNone);
   waiting.reserve(before.ops.size());
   for (const OpSlot& s : before.ops) {
-    if (m.after_of_before[s.index] != OpMatching::kNone) continue;
-    if (!keyApplies(*s.op, kind)) continue;
-    waiting[matchKey(*s.op, kind)].push_back(s.index);
+    if (m.after_of_before[s.index] != OpMatching::kNone || !keyApplies(*s.op, kind)) continue;
+    auto [it, fresh] = waiting.try_emplace(matchKey(*s.op, kind), Queue{s.index, s.index});
+    if (!fresh) {
+      next[it->second.tail] = s.index;
+      it->second.tail = s.index;
+    }
   }
   for (const OpSlot& s : after.ops) {
-    if (m.before_of_after[s.index] != OpMatching::kNone) continue;
-    if (!keyApplies(*s.op, kind)) continue;
+    if (m.before_of_after[s.index] != OpMatching::kNone || !keyApplies(*s.op, kind)) continue;
     auto it = waiting.find(matchKey(*s.op, kind));
-    if (it == waiting.end() || it->second.empty()) continue;
-    uint32_t b = it->second.front();
-    it->second.pop_front();
+    if (it == waiting.end() || it->second.head == OpMatching::kNone) continue;
+    uint32_t b = it->second.head;
+    it->second.head = next[b];
     m.after_of_before[b] = s.index;
     m.before_of_after[s.index] = b;
   }
