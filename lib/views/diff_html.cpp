@@ -1,5 +1,6 @@
 #include "views/diff_html.h"
 
+#include <algorithm>
 #include <map>
 
 #include "views/diff_text.h"
@@ -7,24 +8,47 @@
 #include "views/html_page.h"
 
 namespace spopt {
+namespace {
+
+// "rank 3", "ranks 0–3, 6".
+std::string rankList(const std::vector<int64_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (i) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "–") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const std::string& dot) {
-  std::string svg = inlineSvg(dotToSvg(dot));
+  std::string svg = dotToSvg(dot);
   std::string title = "sp-opt diff: " + diff.before->path + " \u2192 " + diff.after->path;
   std::string out = htmlHead(title);
   out += "<h1>sp-opt diff <span class=\"verdict " + std::string(diff.same() ? "same\">same" : "differ\">different") +
          "</span></h1>\n";
   out += "<p class=\"files\">\u2212 " + escapeHtml(diff.before->path) + "<br>+ " + escapeHtml(diff.after->path) + "</p>\n";
-  out += "<ul class=\"summary\">\n";
+  // Ranks with the same summary share a line, so that a wide job stays one screen.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> lines;
   for (const RankDiff& r : diff.ranks) {
     std::string s = summarizeCounts(r.countsByType());
     if (s.empty()) s = r.same() ? "no changes" : "vars or program keys changed";
-    out += "<li>rank " + std::to_string(r.rank) + ": " + escapeHtml(s) + "</li>\n";
+    auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == s; });
+    if (it == lines.end()) lines.push_back({s, {r.rank}});
+    else it->second.push_back(r.rank);
   }
+  out += "<ul class=\"summary\">\n";
+  for (const auto& [summary, ranks] : lines)
+    out += "<li>" + rankList(ranks) + ": " + escapeHtml(summary) + "</li>\n";
   out += "</ul>\n";
 
   out += "<h2>Rank " + std::to_string(drawn.rank) + " data flow</h2>\n" + graphLegend(true);
-  out += "<div class=\"graph\">\n" + svg + "</div>\n";
+  out += graphBox(svg);
 
   out += "<h2>Collectives and bytes moved per rank" + std::string(diff.bus_factors ? " (bus factors)" : "") + "</h2>\n";
   std::vector<CommRow> rows;
@@ -38,10 +62,10 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const std
 }
 
 std::string renderGraphHtml(const Program& p, const std::string& dot, const std::string& title, bool bus_factors) {
-  std::string svg = inlineSvg(dotToSvg(dot));
+  std::string svg = dotToSvg(dot);
   std::string out = htmlHead(title);
   out += "<h1>" + escapeHtml(title) + "</h1>\n" + graphLegend(false);
-  out += "<div class=\"graph\">\n" + svg + "</div>\n";
+  out += graphBox(svg);
 
   // Per ring: how much this rank communicates on it.
   std::map<int64_t, CommStats> by_ring;

@@ -28,8 +28,10 @@ std::string htmlHead(const std::string& title) {
          ".files { color: #555; font-family: monospace; }\n"
          ".verdict { display: inline-block; padding: .15em .6em; border-radius: .3em; font-weight: bold; }\n"
          ".same { background: #dff3df; color: #1e6b1e; } .differ { background: #fde2c0; color: #8a4b00; }\n"
-         ".graph { border: 1px solid #ddd; border-radius: .4em; padding: .5em; overflow: auto; max-height: 80vh; }\n"
-         ".graph svg { max-width: 100%; height: auto; }\n"
+         ".graph { border: 1px solid #ddd; border-radius: .4em; padding: .5em; overflow: auto; }\n"
+         "#fit:checked ~ .graph svg { max-width: 100%; max-height: 78vh; width: auto; height: auto; }\n"
+         "#fit:checked ~ .graph { text-align: center; }\n"
+         ".fit { font-size: .85em; color: #555; }\n"
          ".legend span { display: inline-block; margin-right: 1em; font-size: .9em; }\n"
          ".legend i { display: inline-block; width: 1em; height: .8em; margin-right: .3em; border: 1px solid; vertical-align: middle; }\n"
          "table { border-collapse: collapse; font-size: .92em; } th, td { border: 1px solid #ccc; padding: .25em .7em; }\n"
@@ -46,6 +48,12 @@ std::string inlineSvg(const std::string& svg_document) {
   size_t start = svg_document.find("<svg");
   if (start == std::string::npos) return svg_document;
   return svg_document.substr(start);
+}
+
+std::string graphBox(const std::string& svg) {
+  // A checkbox and CSS alone toggle between fitting the window and full size: no script needed.
+  return "<input type=\"checkbox\" id=\"fit\" checked><label class=\"fit\" for=\"fit\"> fit to window</label>\n"
+         "<div class=\"graph\">\n" + inlineSvg(svg) + "</div>\n";
 }
 
 std::string graphLegend(bool diff) {

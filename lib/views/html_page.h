@@ -18,6 +18,9 @@ std::string htmlTail();
 // DOCTYPE, which would name an external DTD) so that it can sit inline in the page.
 std::string inlineSvg(const std::string& svg_document);
 
+// The graph in a box, scaled to fit the window unless the reader unticks "fit to window".
+std::string graphBox(const std::string& svg_document);
+
 // A colour key for the graph's node statuses.
 std::string graphLegend(bool diff);
 
