@@ -110,7 +110,7 @@ TEST_CASE("a rank only one job has is all removed or all added", "[diff]") {
   CHECK(d.job_changes[1].what == "process_groups[ring 0].ranks");
 }
 
-TEST_CASE("--rank limits the comparison and must name a rank", "[diff]") {
+TEST_CASE("the rank option limits the comparison and must name a rank", "[diff]") {
   auto a = makeJob({{kVars, op("relu", "a", "b")}, {kVars, op("relu", "a", "b")}});
   auto b = makeJob({{kVars, op("relu", "a", "b")}, {kVars, op("gelu", "a", "b")}});
   DiffOptions opts;

@@ -87,7 +87,7 @@ TEST_CASE("a branch ends a chain", "[views][graph]") {
   CHECK(countKind(g, ViewNode::Folded) == 0);
 }
 
-TEST_CASE("--only comm keeps the collectives and folds the compute between them", "[views][graph]") {
+TEST_CASE("only comm keeps the collectives and folds the compute between them", "[views][graph]") {
   std::string vars = join({var("a"), var("b"), var("c"), var("d"), var("e")});
   auto job = makeJob({{vars, join({op("relu", "a", "b"), op("all_reduce", "b", "c", R"({"ring_id":0})", "x", "out"),
                                    op("relu", "c", "d"), op("gelu", "d", "e")})}});
