@@ -31,6 +31,7 @@ struct Options {
   std::string color = "auto";
   bool bus_factors = false;
   int fold = 3;
+  size_t max_nodes = 2000;
 };
 
 bool useColor(const Options& o) {
@@ -75,8 +76,8 @@ int runDiff(const Options& o) {
     ViewGraph g = buildDiffGraph(r, o.bus_factors);
     if (o.fold > 0) foldUnchangedChains(g, static_cast<size_t>(o.fold));
     std::string title = "rank " + std::to_string(r.rank) + ": " + o.before + " -> " + o.after;
-    std::string dot = graphToDot(g, title);
-    text = o.format == "dot" ? dot : renderDiffHtml(diff, r, dot);
+    GraphDrawing drawing{graphToDot(g, title), g.nodes.size(), o.max_nodes};
+    text = o.format == "dot" ? drawing.dot : renderDiffHtml(diff, r, drawing);
   }
   spdlog::debug("rendered {} in {:.3f} s", o.format, lap());
   AtomicFile out(o.output);
@@ -100,6 +101,7 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                                     "Count bytes on the wire of a ring algorithm (all-reduce 2(n-1)/n, ...) instead of payload");
                        sub.add_option("--fold", o->fold, "dot/html: fold chains of at least N unchanged ops into one node (0: never)")
                            ->check(CLI::NonNegativeNumber);
+                       sub.add_option("--max-nodes", o->max_nodes, "html: draw the graph only up to this many nodes (default 2000)");
                        return [o] { return runDiff(*o); };
                      }}};
 

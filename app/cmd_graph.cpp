@@ -23,6 +23,7 @@ struct Options {
   std::string output = "-";
   bool bus_factors = false;
   int fold = 0;
+  size_t max_nodes = 2000;
 };
 
 int runGraph(const Options& o) {
@@ -35,14 +36,16 @@ int runGraph(const Options& o) {
   else if (o.fold > 0)
     foldUnchangedChains(g, static_cast<size_t>(o.fold));
   std::string title = o.job + ", rank " + std::to_string(o.rank) + (o.only == "comm" ? " (collectives)" : "");
-  std::string dot = graphToDot(g, title);
+  GraphDrawing drawing{graphToDot(g, title), g.nodes.size(), o.max_nodes};
   std::string text;
-  if (o.format == "dot")
-    text = dot;
-  else if (o.format == "svg")
-    text = dotToSvg(dot);
-  else
-    text = renderGraphHtml(*p, dot, "sp-opt graph: " + title, o.bus_factors);
+  if (o.format == "dot") {
+    text = drawing.dot;
+  } else if (o.format == "svg") {
+    if (drawing.tooLarge()) throw InputError(o.job, "", "rank " + std::to_string(o.rank) + ": " + drawing.tooLargeMessage());
+    text = dotToSvg(drawing.dot);
+  } else {
+    text = renderGraphHtml(*p, drawing, "sp-opt graph: " + title, o.bus_factors);
+  }
   AtomicFile out(o.output);
   out.write(text);
   out.commit();
@@ -62,6 +65,7 @@ const Registrar reg{{"graph", "Draw one rank's data-flow graph (dot, svg via Gra
                        sub.add_flag("--bus-factors", o->bus_factors, "Label collectives with ring-algorithm wire bytes");
                        sub.add_option("--fold", o->fold, "Fold chains of at least N ops into one node (default 0: never)")
                            ->check(CLI::NonNegativeNumber);
+                       sub.add_option("--max-nodes", o->max_nodes, "svg/html: draw only up to this many nodes (default 2000)");
                        return [o] { return runGraph(*o); };
                      }}};
 

@@ -26,8 +26,19 @@ std::string rankList(const std::vector<int64_t>& ranks) {
 
 }  // namespace
 
-std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const std::string& dot) {
-  std::string svg = dotToSvg(dot);
+std::string GraphDrawing::tooLargeMessage() const {
+  return "the graph has " + std::to_string(nodes) + " nodes, more than --max-nodes " + std::to_string(max_nodes) +
+         ", which Graphviz would take long to lay out; narrow it (--only comm, --fold N, --rank R) or raise --max-nodes";
+}
+
+namespace {
+std::string graphSection(const GraphDrawing& graph) {
+  if (graph.tooLarge()) return "<p class=\"note\">Not drawn: " + escapeHtml(graph.tooLargeMessage()) + ".</p>\n";
+  return graphBox(dotToSvg(graph.dot));
+}
+}  // namespace
+
+std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const GraphDrawing& graph) {
   std::string title = "sp-opt diff: " + diff.before->path + " \u2192 " + diff.after->path;
   std::string out = htmlHead(title);
   out += "<h1>sp-opt diff <span class=\"verdict " + std::string(diff.same() ? "same\">same" : "differ\">different") +
@@ -48,7 +59,7 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const std
   out += "</ul>\n";
 
   out += "<h2>Rank " + std::to_string(drawn.rank) + " data flow</h2>\n" + graphLegend(true);
-  out += graphBox(svg);
+  out += graphSection(graph);
 
   out += "<h2>Collectives and bytes moved per rank" + std::string(diff.bus_factors ? " (bus factors)" : "") + "</h2>\n";
   std::vector<CommRow> rows;
@@ -61,11 +72,10 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const std
   return out + htmlTail();
 }
 
-std::string renderGraphHtml(const Program& p, const std::string& dot, const std::string& title, bool bus_factors) {
-  std::string svg = dotToSvg(dot);
+std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const std::string& title, bool bus_factors) {
   std::string out = htmlHead(title);
   out += "<h1>" + escapeHtml(title) + "</h1>\n" + graphLegend(false);
-  out += graphBox(svg);
+  out += graphSection(graph);
 
   // Per ring: how much this rank communicates on it.
   std::map<int64_t, CommStats> by_ring;

@@ -76,6 +76,7 @@ Json varJson(const VarEntry& v) {
 
 // {
 //   "before": path, "after": path, "same": bool, "summary": "-2 split, +2 c_reducescatter",
+//   "bus_factors": bool,                                  // how "bytes" below were counted
 //   "job": [ {"what", "before", "after"} ],              // world_size, process groups, unknown keys
 //   "ranks": [ { "rank", "same", "summary",
 //                "counts": { TYPE: {"removed", "added", "changed"} },

@@ -32,6 +32,7 @@ std::string htmlHead(const std::string& title) {
          "#fit:checked ~ .graph svg { max-width: 100%; max-height: 78vh; width: auto; height: auto; }\n"
          "#fit:checked ~ .graph { text-align: center; }\n"
          ".fit { font-size: .85em; color: #555; }\n"
+         ".note { background: #fff6dd; border: 1px solid #e8d08a; padding: .5em .8em; border-radius: .3em; }\n"
          ".legend span { display: inline-block; margin-right: 1em; font-size: .9em; }\n"
          ".legend i { display: inline-block; width: 1em; height: .8em; margin-right: .3em; border: 1px solid; vertical-align: middle; }\n"
          "table { border-collapse: collapse; font-size: .92em; } th, td { border: 1px solid #ccc; padding: .25em .7em; }\n"
