@@ -15,7 +15,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 core=$(awk '/^blas_core/ {print $2}' "$tmp/probe.txt")
 sgemm=$(awk '/^sgemm_gflops/ {if ($3 > m) m = $3} END {print m}' "$tmp/probe.txt")
 
-if "$SP_OPT" gen --help > /dev/null 2>&1; then
+if "$SP_OPT" --help | grep -qE "^  gen +"; then
   model="gen gpt --tp $TP --layers $LAYERS --batch $BATCH --seq $SEQ --hidden $HIDDEN --heads $HEADS --dropout 0"
   "$SP_OPT" gen gpt --tp "$TP" --layers "$LAYERS" --batch "$BATCH" --seq "$SEQ" --hidden "$HIDDEN" --heads "$HEADS" \
     --dropout 0 -o "$tmp/job.json" > /dev/null
