@@ -1,8 +1,10 @@
 // Pointwise activations (gelu, relu, scale) and softmax, with their gradients.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 
@@ -24,7 +26,36 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
 constexpr double kGeluCubic = 0.044715;
 
-// gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); approximate: 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
+// gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), computed as 0.5 x erfc(-x / sqrt 2) so the
+// lower tail keeps its relative accuracy (1 + erf cancels there); approximate: 0.5 x (1 + tanh(u)) with
+// u = sqrt(2/pi)(x + 0.044715 x^3), computed as x * sigmoid(2u) (the same value, no cancellation).
+// float32 uses the vectorisable functions of fast_math.h, float64 uses libm.
+template <typename T> inline T geluValue(T v, bool approximate) {
+  T u2 = T(2 * kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v);
+  if constexpr (std::is_same_v<T, float>) {
+    return approximate ? v * sigmoid(u2) : v * normalCdf(v);
+  } else {
+    return approximate ? v / (T(1) + std::exp(-u2)) : T(0.5) * v * std::erfc(-v * T(kInvSqrt2));
+  }
+}
+
+// d gelu / dx: erf form Phi(x) + x phi(x); tanh form s + 2 x s (1 - s) u' with s = sigmoid(2u).
+template <typename T> inline T geluSlope(T v, bool approximate) {
+  if (approximate) {
+    T u2 = T(2 * kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v);
+    T s;
+    if constexpr (std::is_same_v<T, float>) s = sigmoid(u2);
+    else s = T(1) / (T(1) + std::exp(-u2));
+    T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * v * v);
+    return s + T(2) * v * s * (T(1) - s) * du;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    return normalCdf(v) + v * T(kInvSqrt2Pi) * fastExp(T(-0.5) * v * v);
+  } else {
+    return T(0.5) * std::erfc(-v * T(kInvSqrt2)) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+  }
+}
+
 void gelu(KernelContext& c) {
   auto [x, out] = unary(c, "X", "Out");
   bool approximate = boolAttr(c, "approximate", false);
@@ -34,12 +65,9 @@ void gelu(KernelContext& c) {
     T* o = out->data<T>();
     int64_t n = x->numel();
     if (approximate)
-      for (int64_t i = 0; i < n; ++i) {
-        T v = xp[i];
-        o[i] = T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v)));
-      }
+      for (int64_t i = 0; i < n; ++i) o[i] = geluValue(xp[i], true);
     else
-      for (int64_t i = 0; i < n; ++i) o[i] = T(0.5) * xp[i] * (T(1) + std::erf(xp[i] * T(kInvSqrt2)));
+      for (int64_t i = 0; i < n; ++i) o[i] = geluValue(xp[i], false);
   });
 }
 
@@ -60,19 +88,9 @@ void geluGrad(KernelContext& c) {
     T* d = dx.data<T>();
     int64_t n = x.numel();
     if (approximate)
-      for (int64_t i = 0; i < n; ++i) {
-        T v = xp[i];
-        T t = std::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v));
-        T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * v * v);
-        d[i] = gp[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
-      }
+      for (int64_t i = 0; i < n; ++i) d[i] = gp[i] * geluSlope(xp[i], true);
     else
-      for (int64_t i = 0; i < n; ++i) {
-        T v = xp[i];
-        T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
-        T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-        d[i] = gp[i] * (cdf + v * pdf);
-      }
+      for (int64_t i = 0; i < n; ++i) d[i] = gp[i] * geluSlope(xp[i], false);
   });
 }
 
@@ -146,7 +164,25 @@ AxisView axisView(const KernelContext& c, const std::vector<int64_t>& shape, int
   return {product(shape, 0, size_t(a)), shape[size_t(a)], product(shape, size_t(a) + 1)};
 }
 
-// softmax along `axis` (default -1): max-shifted exponentials, denominator summed in double.
+// The maximum of f(0..n-1), n >= 1, over 8 independent lanes (vectorisable; max is exact, so
+// the result does not depend on the order).
+template <typename T, typename F> T laneMax(int64_t n, F&& f) {
+  T lane[8];
+  for (int l = 0; l < 8; ++l) lane[l] = f(0);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      T v = f(i + l);
+      lane[l] = v > lane[l] ? v : lane[l];
+    }
+  for (; i < n; ++i) lane[0] = f(i) > lane[0] ? f(i) : lane[0];
+  T m = lane[0];
+  for (int l = 1; l < 8; ++l) m = lane[l] > m ? lane[l] : m;
+  return m;
+}
+
+// softmax along `axis` (default -1): max-shifted exponentials (fastExp for float32), the
+// denominator summed in double.
 void softmax(KernelContext& c) {
   auto [x, out] = unary(c, "X", "Out");
   AxisView v = axisView(c, x->shape(), intAttr(c, "axis", -1));
@@ -154,17 +190,19 @@ void softmax(KernelContext& c) {
     using T = decltype(tag);
     const T* xp = x->data<T>();
     T* o = out->data<T>();
-    std::vector<double> e(size_t(v.len));
+    if (v.len == 0) return;
     for (int64_t a = 0; a < v.outer; ++a)
       for (int64_t b = 0; b < v.inner; ++b) {
         const T* row = xp + a * v.len * v.inner + b;
         T* orow = o + a * v.len * v.inner + b;
-        double m = -INFINITY;
-        for (int64_t k = 0; k < v.len; ++k) m = std::max(m, double(row[k * v.inner]));
-        double sum = 0;
-        for (int64_t k = 0; k < v.len; ++k) sum += e[size_t(k)] = std::exp(double(row[k * v.inner]) - m);
-        double inv = 1.0 / sum;
-        for (int64_t k = 0; k < v.len; ++k) orow[k * v.inner] = T(e[size_t(k)] * inv);
+        int64_t st = v.inner;
+        T m = laneMax<T>(v.len, [&](int64_t k) { return row[k * st]; });
+        for (int64_t k = 0; k < v.len; ++k) {
+          if constexpr (std::is_same_v<T, float>) orow[k * st] = fastExp(row[k * st] - m);
+          else orow[k * st] = std::exp(row[k * st] - m);
+        }
+        T inv = T(1.0 / laneSum(v.len, [&](int64_t k) { return double(orow[k * st]); }));
+        for (int64_t k = 0; k < v.len; ++k) orow[k * st] *= inv;
       }
   });
 }
@@ -188,8 +226,7 @@ void softmaxGrad(KernelContext& c) {
         const T* o = out.data<T>() + base;
         const T* gp = g.data<T>() + base;
         T* d = dx.data<T>() + base;
-        double dot = 0;
-        for (int64_t k = 0; k < v.len; ++k) dot += double(o[k * v.inner]) * double(gp[k * v.inner]);
+        double dot = laneSum(v.len, [&](int64_t k) { return double(o[k * v.inner]) * double(gp[k * v.inner]); });
         for (int64_t k = 0; k < v.len; ++k)
           d[k * v.inner] = T(double(o[k * v.inner]) * (double(gp[k * v.inner]) - dot));
       }

@@ -14,6 +14,7 @@
 //   "upscale_in_train":             train Out = X * mask / (1 - p),  test Out = X
 // In test mode a present Mask is filled with ones.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -92,8 +93,8 @@ void dropout(KernelContext& c) {
   std::string_view mask_name = mask_slot && !mask_slot->args.empty() ? mask_slot->args[0].name : std::string_view();
   uint64_t op_seed = uint64_t(intAttr(c, "seed", 0));
   uint64_t stream = mix(mix(mix(mix(c.seed) ^ op_seed) ^ fnv1a64(mask_name)) ^ uint64_t(c.rank));
-  // keep iff u >= p, i.e. the 53-bit draw >= p * 2^53 (p = 1 drops all, p = 0 keeps all).
-  const double threshold = a.p * 9007199254740992.0;
+  // keep iff u >= p, i.e. the 53-bit draw >= ceil(p * 2^53) (p = 1 drops all, p = 0 keeps all).
+  const uint64_t threshold = uint64_t(std::ceil(a.p * 9007199254740992.0));
   double s = keptScale(a);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
@@ -102,7 +103,7 @@ void dropout(KernelContext& c) {
     uint8_t* m = mask ? mask->data<uint8_t>() : nullptr;
     for (int64_t i = 0; i < n; ++i) {
       uint64_t bits = mix(stream + uint64_t(i + 1) * 0x9E3779B97F4A7C15ULL) >> 11;
-      bool keep = double(bits) >= threshold;
+      bool keep = bits >= threshold;
       o[i] = keep ? T(s) * xp[i] : T(0);
       if (m) m[i] = keep ? 1 : 0;
     }

@@ -84,14 +84,12 @@ void operandGrad(const BroadcastPlan& p, bool self_is_x, const T* g, const T* ot
       else
         for (int64_t i = 0; i < n; ++i) a[i] += double(gg[i]) * double(b[0]);
     } else {
-      double s = 0;
       if (K == Kind::Add)
-        for (int64_t i = 0; i < n; ++i) s += double(gg[i]);
+        a[0] += laneSum(n, [&](int64_t i) { return double(gg[i]); });
       else if (st)
-        for (int64_t i = 0; i < n; ++i) s += double(gg[i]) * double(b[i]);
+        a[0] += laneSum(n, [&](int64_t i) { return double(gg[i]) * double(b[i]); });
       else
-        for (int64_t i = 0; i < n; ++i) s += double(gg[i]) * double(b[0]);
-      a[0] += s;
+        a[0] += laneSum(n, [&](int64_t i) { return double(gg[i]); }) * double(b[0]);
     }
   });
   for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);

@@ -60,4 +60,16 @@ void dispatchFloat(const KernelContext& c, std::string_view name, const Tensor& 
   }
 }
 
+// Sums in double over 8 interleaved partial sums, combined in a fixed order: the result is the
+// same on every run and machine, and the independent lanes let the compiler vectorise (a single
+// running double sum is a serial dependency chain). f(i) gives element i as a double.
+template <typename F> double laneSum(int64_t n, F&& f) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += f(i + l);
+  for (int l = 0; i < n; ++i, ++l) lane[l] += f(i);
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 }  // namespace spopt::rt

@@ -70,15 +70,12 @@ void layerNorm(KernelContext& c) {
     for (int64_t r = 0; r < s.rows; ++r) {
       const T* xr = x.data<T>() + r * s.cols;
       T* yr = y.data<T>() + r * s.cols;
-      double sum = 0;
-      for (int64_t j = 0; j < s.cols; ++j) sum += double(xr[j]);
-      double mu = sum / double(s.cols);
-      double sq = 0;  // two-pass variance: no cancellation from E[x^2] - E[x]^2
-      for (int64_t j = 0; j < s.cols; ++j) {
-        double d = double(xr[j]) - mu;
-        sq += d * d;
-      }
-      double variance = sq / double(s.cols);
+      double mu = laneSum(s.cols, [&](int64_t j) { return double(xr[j]); }) / double(s.cols);
+      // two-pass variance: no cancellation from E[x^2] - E[x]^2
+      double variance = laneSum(s.cols, [&](int64_t j) {
+                          double d = double(xr[j]) - mu;
+                          return d * d;
+                        }) / double(s.cols);
       double rstd = 1.0 / std::sqrt(variance + eps);
       T tm = T(mu), tr = T(rstd);
       for (int64_t j = 0; j < s.cols; ++j) yr[j] = (xr[j] - tm) * tr * g[size_t(j)] + b[size_t(j)];
@@ -125,14 +122,14 @@ void layerNormGrad(KernelContext& c) {
       const T* dyr = dy.data<T>() + r * s.cols;
       double mu = scalarAt(mean, r);
       double rstd = 1.0 / std::sqrt(scalarAt(var, r) + eps);
-      double sum_d = 0, sum_dx = 0;
+      double* xh = xhat.data();
+      double* dxh = dxhat.data();
       for (int64_t j = 0; j < s.cols; ++j) {
-        size_t k = size_t(j);
-        xhat[k] = (double(xr[j]) - mu) * rstd;
-        dxhat[k] = double(dyr[j]) * g[k];
-        sum_d += dxhat[k];
-        sum_dx += dxhat[k] * xhat[k];
+        xh[j] = (double(xr[j]) - mu) * rstd;
+        dxh[j] = double(dyr[j]) * g[size_t(j)];
       }
+      double sum_d = laneSum(s.cols, [&](int64_t j) { return dxh[j]; });
+      double sum_dx = laneSum(s.cols, [&](int64_t j) { return dxh[j] * xh[j]; });
       if (dx) {
         T* d = dx->data<T>() + r * s.cols;
         double md = sum_d * inv_n, mdx = sum_dx * inv_n;

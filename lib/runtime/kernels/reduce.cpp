@@ -64,9 +64,7 @@ void reduceForward(KernelContext& c, bool mean, bool all_by_op) {
       if (sy) {
         for (int64_t i = 0; i < n; ++i) r[i] += double(a[i]);
       } else {
-        double sum = 0;
-        for (int64_t i = 0; i < n; ++i) sum += double(a[i]);
-        r[0] += sum;
+        r[0] += laneSum(n, [&](int64_t i) { return double(a[i]); });
       }
     });
     T* o = out.data<T>();

@@ -1,7 +1,10 @@
 // Data-movement ops: reshape2, transpose2, split, concat (and grads). They move bytes, so they run
 // on every storage (float, int64, uint8) without dispatch.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "runtime/kernels/kernel_util.h"
@@ -73,9 +76,50 @@ void reshape2Grad(KernelContext& c) {
   copyTensor(c, g, "Out@GRAD", dx, "X@GRAD");
 }
 
+// Copies a permuted tensor whose output-innermost dim L is strided in the input: the input's
+// contiguous dim q and L are copied in B x B tiles so that both the strided reads and the
+// contiguous writes of a tile stay in L1; the remaining dims are walked with an odometer.
+template <typename E>
+void tiledPermute(const E* in, E* out, const Dims& sizes, const Dims& strides, size_t q) {
+  constexpr int64_t B = 32;
+  size_t rank = sizes.size(), L = rank - 1;
+  Dims out_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) out_strides[d - 1] = out_strides[d] * sizes[d];
+  int64_t nq = sizes[q], nl = sizes[L], sl = strides[L], oq = out_strides[q];
+  std::vector<size_t> others;
+  int64_t outer = 1;
+  for (size_t d = 0; d < L; ++d)
+    if (d != q) {
+      others.push_back(d);
+      outer *= sizes[d];
+    }
+  Dims idx(others.size(), 0);
+  int64_t bi = 0, bo = 0;
+  for (int64_t it = 0; it < outer; ++it) {
+    for (int64_t i0 = 0; i0 < nq; i0 += B)
+      for (int64_t j0 = 0; j0 < nl; j0 += B) {
+        int64_t i1 = std::min(nq, i0 + B), j1 = std::min(nl, j0 + B);
+        for (int64_t i = i0; i < i1; ++i) {
+          const E* src = in + bi + i;
+          E* dst = out + bo + i * oq;
+          for (int64_t j = j0; j < j1; ++j) dst[j] = src[j * sl];
+        }
+      }
+    for (size_t k = others.size(); k-- > 0;) {
+      size_t d = others[k];
+      bi += strides[d];
+      bo += out_strides[d];
+      if (++idx[k] < sizes[d]) break;
+      bi -= strides[d] * sizes[d];
+      bo -= out_strides[d] * sizes[d];
+      idx[k] = 0;
+    }
+  }
+}
+
 // Copies `in` (shape `in_shape`) into `out` permuted by `perm` (out dim i = in dim perm[i]).
-// Adjacent output dims that are adjacent in the input merge, so an inner block that keeps its
-// order is copied with memcpy.
+// Adjacent output dims that are adjacent in the input merge first; an inner block that keeps
+// its order is then copied with memcpy, any other permutation in tiles.
 void permute(const std::byte* in, const Dims& in_shape, const Dims& perm, std::byte* out, size_t elem) {
   size_t rank = in_shape.size();
   Dims in_strides(rank, 1);
@@ -99,28 +143,25 @@ void permute(const std::byte* in, const Dims& in_shape, const Dims& perm, std::b
     std::memcpy(out, in, size_t(total) * elem);
     return;
   }
-  // Inner block: contiguous in the input when its stride is 1.
   size_t inner = sizes.size() - 1;
-  bool contiguous = strides[inner] == 1;
-  int64_t n = sizes[inner], s = strides[inner];
+  if (strides[inner] != 1) {
+    // The input's contiguous dim (stride 1) always survives collapsing.
+    size_t q = size_t(std::find(strides.begin(), strides.end(), 1) - strides.begin());
+    switch (elem) {
+      case 1: tiledPermute(reinterpret_cast<const uint8_t*>(in), reinterpret_cast<uint8_t*>(out), sizes, strides, q); return;
+      case 4: tiledPermute(reinterpret_cast<const uint32_t*>(in), reinterpret_cast<uint32_t*>(out), sizes, strides, q); return;
+      case 8: tiledPermute(reinterpret_cast<const uint64_t*>(in), reinterpret_cast<uint64_t*>(out), sizes, strides, q); return;
+      default: throw std::logic_error("permute: element size " + std::to_string(elem));
+    }
+  }
+  // The inner block is contiguous in the input: memcpy per block.
+  int64_t n = sizes[inner];
   int64_t outer = total / n;
   Dims idx(inner, 0);
   int64_t off = 0;
   std::byte* o = out;
   for (int64_t it = 0; it < outer; ++it) {
-    if (contiguous) {
-      std::memcpy(o, in + off * int64_t(elem), size_t(n) * elem);
-    } else if (elem == 4) {
-      auto* dst = reinterpret_cast<uint32_t*>(o);
-      auto* src = reinterpret_cast<const uint32_t*>(in) + off;
-      for (int64_t k = 0; k < n; ++k) dst[k] = src[k * s];
-    } else if (elem == 8) {
-      auto* dst = reinterpret_cast<uint64_t*>(o);
-      auto* src = reinterpret_cast<const uint64_t*>(in) + off;
-      for (int64_t k = 0; k < n; ++k) dst[k] = src[k * s];
-    } else {
-      for (int64_t k = 0; k < n; ++k) std::memcpy(o + k * int64_t(elem), in + (off + k * s) * int64_t(elem), elem);
-    }
+    std::memcpy(o, in + off * int64_t(elem), size_t(n) * elem);
     o += n * int64_t(elem);
     for (size_t d = inner; d-- > 0;) {
       off += strides[d];
