@@ -1,0 +1,73 @@
+// sp-opt graph JOB: one rank's data-flow graph as dot text, SVG (through Graphviz's dot) or a
+// self-contained html page.
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "io/atomic_file.h"
+#include "io/loader.h"
+#include "support/error.h"
+#include "views/diff_html.h"
+#include "views/graph_dot.h"
+#include "views/graphviz.h"
+#include "views/view_graph.h"
+
+namespace spopt::app {
+namespace {
+
+struct Options {
+  std::string job;
+  int64_t rank = 0;
+  std::string format = "dot";
+  std::string only;
+  std::string output = "-";
+  bool bus_factors = false;
+  int fold = 0;
+  size_t max_nodes = 2000;
+};
+
+int runGraph(const Options& o) {
+  auto job = loadJob(o.job);
+  const Program* p = job->program(o.rank);
+  if (!p) throw InputError(o.job, "/programs", "no program for rank " + std::to_string(o.rank) + " (--rank)");
+  ViewGraph g = buildProgramGraph(*p, o.bus_factors);
+  if (o.only == "comm")
+    foldAllButCollectives(g);
+  else if (o.fold > 0)
+    foldUnchangedChains(g, static_cast<size_t>(o.fold));
+  std::string title = o.job + ", rank " + std::to_string(o.rank) + (o.only == "comm" ? " (collectives)" : "");
+  GraphDrawing drawing{graphToDot(g, title), g.nodes.size(), o.max_nodes};
+  std::string text;
+  if (o.format == "dot") {
+    text = drawing.dot;
+  } else if (o.format == "svg") {
+    if (drawing.tooLarge()) throw InputError(o.job, "", "rank " + std::to_string(o.rank) + ": " + drawing.tooLargeMessage());
+    text = dotToSvg(drawing.dot);
+  } else {
+    text = renderGraphHtml(*p, drawing, "sp-opt graph: " + title, o.bus_factors);
+  }
+  AtomicFile out(o.output);
+  out.write(text);
+  out.commit();
+  return kExitOk;
+}
+
+const Registrar reg{{"graph", "Draw one rank's data-flow graph (dot, svg via Graphviz, or html)",
+                     "sp-opt graph job.json --rank 1 --format svg -o rank1.svg", [](CLI::App& sub) {
+                       auto o = std::make_shared<Options>();
+                       sub.add_option("job", o->job, "Job file (- for stdin)")->required();
+                       sub.add_option("--rank", o->rank, "The rank to draw (default 0)");
+                       sub.add_option("--format", o->format, "dot, svg (needs Graphviz's dot) or html (one self-contained file)")
+                           ->check(CLI::IsMember({"dot", "svg", "html"}));
+                       sub.add_option("--only", o->only, "comm: keep the collectives, fold the compute between them")
+                           ->check(CLI::IsMember({"comm"}));
+                       sub.add_option("-o,--output", o->output, "Output file (default stdout)");
+                       sub.add_flag("--bus-factors", o->bus_factors, "Label collectives with ring-algorithm wire bytes");
+                       sub.add_option("--fold", o->fold, "Fold chains of at least N ops into one node (default 0: never)")
+                           ->check(CLI::NonNegativeNumber);
+                       sub.add_option("--max-nodes", o->max_nodes, "svg/html: draw only up to this many nodes (default 2000)");
+                       return [o] { return runGraph(*o); };
+                     }}};
+
+}  // namespace
+}  // namespace spopt::app

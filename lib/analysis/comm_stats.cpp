@@ -1,0 +1,48 @@
+#include "analysis/comm_stats.h"
+
+#include <algorithm>
+
+namespace spopt {
+
+namespace {
+int64_t groupSize(const Op& op, const Collective& c, const Job& job) {
+  if (const ProcessGroup* g = job.group(c.ring_id)) return static_cast<int64_t>(g->ranks.size());
+  return op.attrs.getInt("nranks").value_or(1);
+}
+}  // namespace
+
+std::optional<int64_t> collectiveBytes(const Op& op, const Collective& c, const Job& job, bool bus_factors) {
+  const Var* in = op.in(c.in_slot);
+  if (!in) return std::nullopt;
+  int64_t numel = in->numel();
+  if (numel < 0) return std::nullopt;
+  int64_t payload = numel * static_cast<int64_t>(dtypeSize(in->dtype));
+  if (!bus_factors) return payload;
+  int64_t n = std::max<int64_t>(groupSize(op, c, job), 1);
+  switch (c.kind) {
+    case CollectiveKind::AllReduce: return 2 * (n - 1) * payload / n;
+    case CollectiveKind::ReduceScatter: return (n - 1) * payload / n;
+    case CollectiveKind::AllGather: return (n - 1) * payload;
+    case CollectiveKind::Broadcast: return payload;
+    case CollectiveKind::Identity: return 0;
+  }
+  return payload;
+}
+
+CommStats commStats(const Program& p, bool bus_factors) {
+  CommStats s;
+  for (const auto& b : p.blocks)
+    for (const Op& op : b->ops) {
+      auto c = asCollective(op);
+      if (!c || !communicates(*c)) continue;
+      ++s.count;
+      ++s.by_kind[c->kind];
+      if (auto bytes = collectiveBytes(op, *c, *p.job, bus_factors))
+        s.bytes += *bytes;
+      else
+        ++s.unknown_size;
+    }
+  return s;
+}
+
+}  // namespace spopt

@@ -1,0 +1,105 @@
+#include "views/diff_html.h"
+
+#include <algorithm>
+#include <map>
+
+#include "views/diff_text.h"
+#include "views/graphviz.h"
+#include "views/html_page.h"
+
+namespace spopt {
+namespace {
+
+// "rank 3", "ranks 0–3, 6".
+std::string rankList(const std::vector<int64_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (i) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "–") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string GraphDrawing::tooLargeMessage() const {
+  return "the graph has " + std::to_string(nodes) + " nodes, more than --max-nodes " + std::to_string(max_nodes) +
+         ", which Graphviz would take long to lay out; narrow it (--only comm, --fold N, --rank R) or raise --max-nodes";
+}
+
+namespace {
+std::string graphSection(const GraphDrawing& graph) {
+  if (graph.tooLarge()) return "<p class=\"note\">Not drawn: " + escapeHtml(graph.tooLargeMessage()) + ".</p>\n";
+  return graphBox(dotToSvg(graph.dot));
+}
+}  // namespace
+
+std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const GraphDrawing& graph) {
+  std::string title = "sp-opt diff: " + diff.before->path + " \u2192 " + diff.after->path;
+  std::string out = htmlHead(title);
+  out += "<h1>sp-opt diff <span class=\"verdict " + std::string(diff.same() ? "same\">same" : "differ\">different") +
+         "</span></h1>\n";
+  out += "<p class=\"files\">\u2212 " + escapeHtml(diff.before->path) + "<br>+ " + escapeHtml(diff.after->path) + "</p>\n";
+  // Ranks with the same summary share a line, so that a wide job stays one screen.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> lines;
+  for (const RankDiff& r : diff.ranks) {
+    std::string s = summarizeCounts(r.countsByType());
+    if (s.empty()) s = r.same() ? "no changes" : "vars or program keys changed";
+    auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == s; });
+    if (it == lines.end()) lines.push_back({s, {r.rank}});
+    else it->second.push_back(r.rank);
+  }
+  out += "<ul class=\"summary\">\n";
+  for (const auto& [summary, ranks] : lines)
+    out += "<li>" + rankList(ranks) + ": " + escapeHtml(summary) + "</li>\n";
+  out += "</ul>\n";
+
+  out += "<h2>Rank " + std::to_string(drawn.rank) + " data flow</h2>\n" + graphLegend(true);
+  out += graphSection(graph);
+
+  out += "<h2>Collectives and bytes moved per rank" + std::string(diff.bus_factors ? " (bus factors)" : "") + "</h2>\n";
+  std::vector<CommRow> rows;
+  for (const RankDiff& r : diff.ranks) rows.push_back({"rank " + std::to_string(r.rank), r.comm_before, r.comm_after});
+  out += commTable(rows, true);
+
+  out += "<h2>Changes</h2>\n<pre class=\"changes\">";
+  out += renderDiffText(diff, TextStyle{false, true});
+  out += "</pre>\n";
+  return out + htmlTail();
+}
+
+std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const std::string& title, bool bus_factors) {
+  std::string out = htmlHead(title);
+  out += "<h1>" + escapeHtml(title) + "</h1>\n" + graphLegend(false);
+  out += graphSection(graph);
+
+  // Per ring: how much this rank communicates on it.
+  std::map<int64_t, CommStats> by_ring;
+  for (const auto& [ring, ops] : collectivesByRing(p)) {
+    CommStats& s = by_ring[ring];
+    for (const Op* op : ops) {
+      auto c = asCollective(*op);
+      ++s.count;
+      ++s.by_kind[c->kind];
+      if (auto bytes = collectiveBytes(*op, *c, *p.job, bus_factors)) s.bytes += *bytes;
+      else ++s.unknown_size;
+    }
+  }
+  std::vector<CommRow> rows(by_ring.size() + 1);
+  size_t i = 0;
+  for (const auto& [ring, s] : by_ring) {
+    rows[i].label = "ring " + std::to_string(ring);
+    rows[i++].after = s;
+  }
+  rows[i].label = "all rings";
+  rows[i].after = commStats(p, bus_factors);
+  out += "<h2>Collectives and bytes moved" + std::string(bus_factors ? " (bus factors)" : "") + "</h2>\n";
+  out += commTable(rows, false);
+  return out + htmlTail();
+}
+
+}  // namespace spopt

@@ -1,0 +1,276 @@
+#include "views/view_graph.h"
+
+#include <numeric>
+#include <unordered_map>
+
+#include "analysis/collectives.h"
+
+namespace spopt {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint8_t kBefore = 1, kAfter = 2;
+
+struct EdgeKey {
+  uint32_t from, to;
+  std::string_view var;
+  bool operator==(const EdgeKey&) const = default;
+};
+struct EdgeKeyHash {
+  size_t operator()(const EdgeKey& k) const {
+    size_t h = std::hash<std::string_view>{}(k.var);
+    return h ^ ((static_cast<size_t>(k.from) << 32 | k.to) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+ViewStatus sidesStatus(uint8_t sides) {
+  if (sides == kBefore) return ViewStatus::Removed;
+  if (sides == kAfter) return ViewStatus::Added;
+  return ViewStatus::Unchanged;
+}
+
+// Builds the union graph one program at a time: each side walks its ops in order, remembering
+// the node that last wrote each var, and records edges keyed by (writer, reader, var name) so that
+// an edge both programs have is drawn once.
+class Builder {
+ public:
+  explicit Builder(ViewGraph& g) : g_(g) {}
+
+  uint32_t addOpNode(const Op& op, uint32_t position, ViewStatus status) {
+    g_.nodes.push_back({ViewNode::OpNode, status, &op, position, {}, 0, {}});
+    return static_cast<uint32_t>(g_.nodes.size() - 1);
+  }
+
+  // `node_of[i]`: the node of the side's i-th op in OpOrder.
+  void walk(const Program& p, const OpOrder& order, const std::vector<uint32_t>& node_of, uint8_t side) {
+    std::unordered_map<const Var*, uint32_t> last_writer;
+    last_writer.reserve(order.ops.size());
+    for (const OpSlot& s : order.ops) {
+      uint32_t node = node_of[s.index];
+      for (const Slot& slot : s.op->inputs)
+        for (const Arg& a : slot.args) {
+          auto w = last_writer.find(a.var);
+          uint32_t from = w != last_writer.end() ? w->second : varNode(ViewNode::Input, a.var, side);
+          addEdge(from, node, a.var, side);
+        }
+      for (const Slot& slot : s.op->outputs)
+        for (const Arg& a : slot.args) last_writer[a.var] = node;
+    }
+    if (p.blocks.empty()) return;
+    for (std::string_view name : p.fetch) {
+      const Var* v = p.blocks.front()->lookup(name);
+      auto w = v ? last_writer.find(v) : last_writer.end();
+      if (w != last_writer.end()) addEdge(w->second, varNode(ViewNode::Fetch, v, side), v, side);
+    }
+  }
+
+  // Sets the status of edges and var nodes from the sides they were seen on.
+  void finish(const std::unordered_map<std::string_view, bool>* changed_vars) {
+    for (size_t i = 0; i < edge_sides_.size(); ++i) {
+      ViewEdge& e = g_.edges[i];
+      e.status = sidesStatus(edge_sides_[i]);
+      if (e.status == ViewStatus::Unchanged && changed_vars && changed_vars->count(e.var->name))
+        e.status = ViewStatus::Changed;
+    }
+    for (const auto& [key, node] : var_nodes_) g_.nodes[node].status = sidesStatus(var_node_sides_[node]);
+  }
+
+ private:
+  uint32_t varNode(ViewNode::Kind kind, const Var* v, uint8_t side) {
+    std::string key = (kind == ViewNode::Input ? "i" : "f") + std::string(v->name);
+    auto [it, fresh] = var_nodes_.try_emplace(std::move(key), static_cast<uint32_t>(g_.nodes.size()));
+    if (fresh) {
+      ViewNode n;
+      n.kind = kind;
+      n.name = v->name;
+      g_.nodes.push_back(std::move(n));
+    }
+    var_node_sides_[it->second] |= side;
+    return it->second;
+  }
+
+  void addEdge(uint32_t from, uint32_t to, const Var* v, uint8_t side) {
+    auto [it, fresh] = edge_index_.try_emplace(EdgeKey{from, to, v->name}, static_cast<uint32_t>(g_.edges.size()));
+    if (fresh) {
+      g_.edges.push_back({from, to, v, ViewStatus::Unchanged});
+      edge_sides_.push_back(0);
+    } else if (side == kAfter) {
+      g_.edges[it->second].var = v;  // label with the AFTER var
+    }
+    edge_sides_[it->second] |= side;
+  }
+
+  ViewGraph& g_;
+  std::unordered_map<EdgeKey, uint32_t, EdgeKeyHash> edge_index_;
+  std::vector<uint8_t> edge_sides_;
+  std::unordered_map<std::string, uint32_t> var_nodes_;
+  std::unordered_map<uint32_t, uint8_t> var_node_sides_;
+};
+
+}  // namespace
+
+ViewGraph buildProgramGraph(const Program& p, bool bus_factors) {
+  ViewGraph g;
+  g.bus_factors = bus_factors;
+  OpOrder order(p);
+  Builder b(g);
+  std::vector<uint32_t> node_of(order.ops.size());
+  for (const OpSlot& s : order.ops) node_of[s.index] = b.addOpNode(*s.op, s.position, ViewStatus::Unchanged);
+  b.walk(p, order, node_of, kBefore | kAfter);
+  b.finish(nullptr);
+  return g;
+}
+
+ViewGraph buildDiffGraph(const RankDiff& r, bool bus_factors) {
+  ViewGraph g;
+  g.bus_factors = bus_factors;
+  g.folded_noun = "unchanged ops";
+  const OpOrder& before = *r.before_order;
+  const OpOrder& after = *r.after_order;
+  std::vector<const OpEntry*> entry_of_after(after.ops.size(), nullptr);
+  for (const OpEntry& e : r.ops)
+    if (e.kind != OpEntry::Removed) entry_of_after[e.after] = &e;
+
+  Builder b(g);
+  std::vector<uint32_t> node_of_after(after.ops.size()), node_of_before(before.ops.size(), kNone);
+  for (const OpSlot& s : after.ops) {
+    const OpEntry* e = entry_of_after[s.index];
+    ViewStatus status = !e ? ViewStatus::Unchanged : e->kind == OpEntry::Added ? ViewStatus::Added : ViewStatus::Changed;
+    node_of_after[s.index] = b.addOpNode(*s.op, s.position, status);
+    if (e && e->kind == OpEntry::Changed) {
+      auto& notes = g.nodes.back().notes;
+      if (e->moved) notes.push_back("moved");
+      for (const ValueChange& c : e->changes) notes.push_back(c.what);
+    }
+    uint32_t matched = r.matching.before_of_after[s.index];
+    if (matched != OpMatching::kNone) node_of_before[matched] = node_of_after[s.index];
+  }
+  for (const OpSlot& s : before.ops)
+    if (node_of_before[s.index] == kNone) node_of_before[s.index] = b.addOpNode(*s.op, s.position, ViewStatus::Removed);
+
+  if (r.before) b.walk(*r.before, before, node_of_before, kBefore);
+  if (r.after) b.walk(*r.after, after, node_of_after, kAfter);
+  std::unordered_map<std::string_view, bool> changed_vars;
+  for (const VarEntry& v : r.vars)
+    if (v.kind == VarEntry::Changed) changed_vars[v.after->name] = true;
+  b.finish(&changed_vars);
+  return g;
+}
+
+namespace {
+
+struct UnionFind {
+  std::vector<uint32_t> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
+  uint32_t find(uint32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void unite(uint32_t a, uint32_t b) { parent[find(a)] = find(b); }
+};
+
+bool isOp(const ViewNode& n) { return n.kind == ViewNode::OpNode; }
+
+bool isCollective(const Op& op) {
+  auto c = asCollective(op);
+  return c && communicates(*c);
+}
+
+// Replaces each group of at least `min_ops` ops (by union-find root) with one Folded node, drops
+// edges inside a group and duplicate edges, and drops input nodes that only fed folded groups.
+void contract(ViewGraph& g, UnionFind& groups, size_t min_ops) {
+  const size_t n = g.nodes.size();
+  std::vector<uint32_t> size(n, 0);
+  for (uint32_t v = 0; v < n; ++v)
+    if (isOp(g.nodes[v])) ++size[groups.find(v)];
+  auto folds = [&](uint32_t v) { return isOp(g.nodes[v]) && size[groups.find(v)] >= min_ops && min_ops > 0; };
+
+  // An input is dropped when every edge out of it goes into a folded group.
+  std::vector<bool> input_needed(n, false);
+  for (const ViewEdge& e : g.edges)
+    if (!folds(e.to)) input_needed[e.from] = true;
+
+  ViewGraph out;
+  out.bus_factors = g.bus_factors;
+  out.folded_noun = g.folded_noun;
+  std::vector<uint32_t> new_id(n, kNone);
+  for (uint32_t v = 0; v < n; ++v) {
+    const ViewNode& node = g.nodes[v];
+    if (node.kind == ViewNode::Input && !input_needed[v]) continue;
+    uint32_t key = folds(v) ? groups.find(v) : v;
+    if (new_id[key] == kNone) {
+      new_id[key] = static_cast<uint32_t>(out.nodes.size());
+      if (folds(v)) {
+        ViewNode f;
+        f.kind = ViewNode::Folded;
+        f.folded_ops = size[key];
+        out.nodes.push_back(std::move(f));
+      } else {
+        out.nodes.push_back(node);
+      }
+    }
+    new_id[v] = new_id[key];
+  }
+  std::unordered_map<EdgeKey, bool, EdgeKeyHash> seen;
+  for (const ViewEdge& e : g.edges) {
+    uint32_t from = new_id[e.from], to = new_id[e.to];
+    if (from == kNone || to == kNone || from == to) continue;
+    if (!seen.try_emplace(EdgeKey{from, to, e.var->name}, true).second) continue;
+    out.edges.push_back({from, to, e.var, e.status});
+  }
+  g = std::move(out);
+}
+
+}  // namespace
+
+void foldUnchangedChains(ViewGraph& g, size_t min_ops) {
+  if (min_ops == 0) return;
+  const size_t n = g.nodes.size();
+  // The single op predecessor / successor of each op, kNone when none, kMany when several.
+  constexpr uint32_t kMany = kNone - 1;
+  std::vector<uint32_t> pred(n, kNone), succ(n, kNone);
+  std::vector<bool> near_change(n, false);
+  auto note = [&](uint32_t& slot, uint32_t other) { slot = slot == kNone || slot == other ? other : kMany; };
+  for (const ViewEdge& e : g.edges) {
+    const ViewNode &from = g.nodes[e.from], &to = g.nodes[e.to];
+    if (!isOp(from) || !isOp(to)) continue;
+    note(succ[e.from], e.to);
+    note(pred[e.to], e.from);
+    if (to.status != ViewStatus::Unchanged || e.status != ViewStatus::Unchanged) near_change[e.from] = true;
+    if (from.status != ViewStatus::Unchanged || e.status != ViewStatus::Unchanged) near_change[e.to] = true;
+  }
+  // Collectives stay visible: what a rank communicates is what a reviewer looks for.
+  auto foldable = [&](uint32_t v) {
+    return isOp(g.nodes[v]) && g.nodes[v].status == ViewStatus::Unchanged && !near_change[v] &&
+           !isCollective(*g.nodes[v].op);
+  };
+  UnionFind groups(n);
+  for (uint32_t u = 0; u < n; ++u) {
+    uint32_t v = succ[u];
+    if (v < kMany && foldable(u) && foldable(v) && pred[v] == u) groups.unite(u, v);
+  }
+  contract(g, groups, min_ops);
+}
+
+void foldAllButCollectives(ViewGraph& g) {
+  const size_t n = g.nodes.size();
+  auto comm = [&](uint32_t v) { return isOp(g.nodes[v]) && isCollective(*g.nodes[v].op); };
+  // Edges go from earlier to later nodes in a single program's graph (a writer precedes its
+  // readers), so one pass in edge order of targets gives each op the collectives above it.
+  std::vector<std::vector<uint32_t>> in_edges(n);
+  for (uint32_t i = 0; i < g.edges.size(); ++i) in_edges[g.edges[i].to].push_back(i);
+  std::vector<uint32_t> stage(n, 0);
+  for (uint32_t v = 0; v < n; ++v)
+    for (uint32_t i : in_edges[v]) {
+      uint32_t u = g.edges[i].from;
+      if (u < v) stage[v] = std::max(stage[v], stage[u] + (comm(u) ? 1u : 0u));
+    }
+  UnionFind groups(n);
+  for (const ViewEdge& e : g.edges)
+    if (isOp(g.nodes[e.from]) && isOp(g.nodes[e.to]) && !comm(e.from) && !comm(e.to) &&
+        stage[e.from] == stage[e.to])
+      groups.unite(e.from, e.to);
+  contract(g, groups, 2);
+}
+
+}  // namespace spopt
