@@ -28,6 +28,7 @@ int runValidate(const Options& o) {
       ranks = job->programs.size();
       for (const auto& p : job->programs)
         for (const auto& b : p->blocks) ops += b->ops.size();
+      keepUntilExit(std::move(job));
     } catch (const InputError& e) {
       problems.push_back(e.diagnostic());
     }

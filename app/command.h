@@ -3,6 +3,7 @@
 // so adding a subcommand touches no other file.
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ struct Command {
 };
 
 std::vector<Command>& commands();
+
+// Freeing a multi-gigabyte IR takes seconds of allocator work that the process exit makes
+// unnecessary: commands hand their jobs here when done (still reachable, so LSan stays quiet).
+template <typename T>
+void keepUntilExit(std::unique_ptr<T> object) {
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  kept->push_back(std::shared_ptr<T>(std::move(object)));
+}
 
 struct Registrar {
   explicit Registrar(Command c) { commands().push_back(std::move(c)); }

@@ -5,9 +5,9 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES=(
   build-essential cmake pkg-config python3 python3-jsonschema python3-numpy jq time
-  libcli11-dev nlohmann-json3-dev libsimdjson-dev libspdlog-dev catch2
+  libcli11-dev nlohmann-json3-dev libabsl-dev libsimdjson-dev libspdlog-dev catch2
   libopenblas-dev libopenmpi-dev openmpi-bin
-  graphviz clang chromium
+  graphviz clang libclang-rt-14-dev chromium
 )
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

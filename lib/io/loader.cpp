@@ -124,10 +124,13 @@ class Loader {
   std::string_view getString(od::value v, const char* what) {
     std::string_view tok = v.raw_json_token();
     if (tok.empty() || tok[0] != '"') fail(std::string("expected a string ") + what);
+    // Without escapes the string is its own bytes in the buffer: no copy, no unescaping.
+    const char* body = tok.data() + 1;
+    const char* q = body;
+    while (*q != '"' && *q != '\\') ++q;
+    if (*q == '"') return {body, size_t(q - body)};
     std::string_view s;
     check(v.get_string().get(s));
-    const char* body = tok.data() + 1;
-    if (s.size() < tok.size() - 1 && std::string_view(body, s.size()) == s && body[s.size()] == '"') return {body, s.size()};
     return job_.arena.store(s);
   }
   od::object getObject(od::value v, const char* what) {
@@ -170,7 +173,9 @@ class Loader {
     }
     simdjson::dom::element el;
     check(validator_.parse(text.data(), text.size()).get(el));
-    if (text.find_first_of(" \n\t\r") == std::string_view::npos) return text;
+    bool has_space = false;
+    for (char c : text) has_space |= (c == ' ' || c == '\n' || c == '\t' || c == '\r');
+    if (!has_space) return text;
     std::string minified(text.size(), '\0');
     size_t len = 0;
     check(simdjson::minify(text.data(), text.size(), minified.data(), len));
@@ -187,11 +192,7 @@ class Loader {
         }
         break;
       }
-      case od::json_type::string: {
-        std::string_view s;
-        check(v.get_string().get(s));
-        break;
-      }
+      case od::json_type::string: getString(v, ""); break;
       case od::json_type::boolean: getBool(v, ""); break;
       case od::json_type::null: {
         bool is_null = false;
@@ -202,17 +203,12 @@ class Loader {
       default: break;
     }
   }
-  // An object of raw members (attrs, dist_attr).
+  // An object kept as its compact text (attrs, dist_attr); members are split on first use.
   JsonObject rawObject(od::value v, const char* what) {
-    JsonObject obj;
-    for (auto f : getObject(v, what)) {
-      od::field field;
-      check(std::move(f).get(field));
-      std::string_view k = key(field);
-      Scope s(*this, k);
-      obj.members.push_back({k, raw(field.value())});
-    }
-    return obj;
+    od::json_type t = od::json_type::null;
+    check(v.type().get(t));
+    if (t != od::json_type::object) fail(std::string("expected an object ") + what);
+    return JsonObject::fromCompactText(raw(v));
   }
   std::vector<int64_t> intArray(od::value v, const char* what) {
     std::vector<int64_t> out;
@@ -232,9 +228,15 @@ class Loader {
       if (!hasField(f, k)) fail(std::string(what) + " lacks required key \"" + std::string(k) + "\"");
   }
 
+  // Known-keys-only layouts are interned: most vars and ops of a job share a handful.
+  void share(Fields& f) {
+    for (const Field& x : f)
+      if (!x.known()) return;
+    f = Fields(job_.internLayout(f.items()));
+  }
+
   void parseJob(od::object root) {
     Job& job = job_;
-    std::string_view version_raw;
     for (auto f : root) {
       od::field field;
       check(std::move(f).get(field));
@@ -418,6 +420,7 @@ class Loader {
       var.fields.push_back({k, {}});
     }
     require(var.fields, {"name", "shape", "dtype"}, "a var");
+    share(var.fields);
     return var;
   }
 
@@ -463,6 +466,7 @@ class Loader {
       op.fields.push_back({k, {}});
     }
     require(op.fields, {"type"}, "an op");
+    share(op.fields);
   }
 };
 

@@ -77,11 +77,15 @@ void intArray(Out& o, const std::vector<int64_t>& v) {
 }
 
 void object(Out& o, const JsonObject& obj) {
+  if (!obj.compactText().empty()) {
+    o << obj.compactText();
+    return;
+  }
   o << '{';
-  for (size_t i = 0; i < obj.members.size(); ++i) {
+  const auto& items = obj.items();
+  for (size_t i = 0; i < items.size(); ++i) {
     if (i) o << ',';
-    o.key(obj.members[i].key);
-    o << obj.members[i].raw;
+    o << '"' << items[i].key << "\":" << items[i].raw;
   }
   o << '}';
 }

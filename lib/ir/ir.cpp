@@ -29,6 +29,14 @@ std::optional<DType> parseDType(std::string_view s) {
 std::string_view dtypeName(DType t) { return kDTypeNames[static_cast<size_t>(t)]; }
 size_t dtypeSize(DType t) { return kDTypeSizes[static_cast<size_t>(t)]; }
 
+std::vector<Field>& Fields::mutableItems() {
+  if (shared_) {
+    own_ = *shared_;
+    shared_ = nullptr;
+  }
+  return own_;
+}
+
 bool hasField(const Fields& f, std::string_view key) {
   for (const auto& x : f)
     if (x.key == key) return true;
@@ -38,7 +46,29 @@ void ensureField(Fields& f, std::string_view key) {
   if (!hasField(f, key)) f.push_back({key, {}});
 }
 void dropField(Fields& f, std::string_view key) {
-  f.erase(std::remove_if(f.begin(), f.end(), [&](const Field& x) { return x.key == key; }), f.end());
+  if (!hasField(f, key)) return;
+  auto& v = f.mutableItems();
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const Field& x) { return x.key == key; }), v.end());
+}
+
+const std::vector<Field>* Job::internLayout(const std::vector<Field>& fields) {
+  // Consecutive entities usually share a layout: compare with the last one before hashing.
+  auto same = [&](const std::vector<Field>* l) {
+    if (!l || l->size() != fields.size()) return false;
+    for (size_t i = 0; i < fields.size(); ++i)
+      if ((*l)[i].key != fields[i].key) return false;
+    return true;
+  };
+  if (same(last_layout_)) return last_layout_;
+  std::string sig;
+  for (const auto& f : fields) {
+    sig += f.key;
+    sig += '\0';
+  }
+  auto& slot = layouts_[sig];
+  if (!slot) slot = std::make_unique<std::vector<Field>>(fields);
+  last_layout_ = slot.get();
+  return slot.get();
 }
 
 int64_t Var::numel() const {

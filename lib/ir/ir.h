@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
 #include <vector>
 
 #include "ir/arena.h"
@@ -33,7 +35,25 @@ struct Field {
   std::string_view raw;  // raw JSON of an unknown key; data()==nullptr for known keys
   bool known() const { return raw.data() == nullptr; }
 };
-using Fields = std::vector<Field>;
+// The keys of an entity in order. Entities with only known keys share one interned layout per
+// distinct key order (most ops of a job share one), so a million ops do not hold a million lists.
+class Fields {
+ public:
+  Fields() = default;
+  Fields(std::initializer_list<Field> f) : own_(f) {}
+  explicit Fields(const std::vector<Field>* shared) : shared_(shared) {}
+  const Field* begin() const { return items().data(); }
+  const Field* end() const { return items().data() + items().size(); }
+  size_t size() const { return items().size(); }
+  bool empty() const { return items().empty(); }
+  const std::vector<Field>& items() const { return shared_ ? *shared_ : own_; }
+  std::vector<Field>& mutableItems();  // copy-on-write off the shared layout
+  void push_back(Field f) { mutableItems().push_back(f); }
+
+ private:
+  const std::vector<Field>* shared_ = nullptr;
+  std::vector<Field> own_;
+};
 bool hasField(const Fields& f, std::string_view key);
 void ensureField(Fields& f, std::string_view key);  // appends a known key if missing
 void dropField(Fields& f, std::string_view key);
@@ -115,7 +135,8 @@ struct Block {
   size_t opPosition(const Op* op) const;  // O(n); for messages only
 
  private:
-  std::unordered_map<std::string_view, Var*> by_name_;
+  // Open addressing: name lookups are the loader's hottest path on million-var jobs.
+  absl::flat_hash_map<std::string_view, Var*> by_name_;
   friend struct Program;
 };
 
@@ -158,6 +179,8 @@ struct Job {
 
   Arena arena;
   std::shared_ptr<SourceBuffer> source;
+  // Interned key layouts of entities that hold known keys only (see Fields).
+  const std::vector<Field>* internLayout(const std::vector<Field>& fields);
 
   const ProcessGroup* group(int64_t ring_id) const;
   Program* program(int64_t rank) const;
@@ -165,6 +188,8 @@ struct Job {
 
  private:
   std::unordered_map<int64_t, size_t> group_by_ring_, program_by_rank_;
+  std::unordered_map<std::string, std::unique_ptr<std::vector<Field>>> layouts_;
+  const std::vector<Field>* last_layout_ = nullptr;
 };
 
 // Redirects every read of `from` to `to`, keeping def-use current. Returns the args changed.

@@ -4,8 +4,56 @@
 
 namespace spopt {
 
+JsonObject JsonObject::fromCompactText(std::string_view compact_text) {
+  JsonObject o;
+  o.text_ = compact_text;
+  o.parsed_ = false;
+  return o;
+}
+
+// Splits a compact, already validated object into members: strings are skipped as units and
+// nesting is counted, so a value ends at the first ',' or '}' at depth zero.
+void JsonObject::parse() const {
+  parsed_ = true;
+  members_.clear();
+  std::string_view t = text_;
+  size_t i = 1;  // after '{'
+  auto skipString = [&](size_t p) {  // p at the opening quote; returns index after closing quote
+    ++p;
+    while (p < t.size() && t[p] != '"') p += (t[p] == '\\') ? 2 : 1;
+    return p + 1;
+  };
+  while (i < t.size() && t[i] != '}') {
+    size_t key_end = skipString(i);
+    std::string_view key = t.substr(i + 1, key_end - i - 2);
+    size_t v = key_end + 1;  // after ':'
+    size_t p = v;
+    int depth = 0;
+    while (p < t.size()) {
+      char c = t[p];
+      if (c == '"') {
+        p = skipString(p);
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      else if (c == '}' || c == ']') {
+        if (depth == 0) break;
+        --depth;
+      } else if (c == ',' && depth == 0) break;
+      ++p;
+    }
+    members_.push_back({key, t.substr(v, p - v)});
+    i = (p < t.size() && t[p] == ',') ? p + 1 : p;
+  }
+}
+
+const std::vector<Member>& JsonObject::items() const {
+  if (!parsed_) parse();
+  return members_;
+}
+
 const std::string_view* JsonObject::find(std::string_view key) const {
-  for (const auto& m : members)
+  for (const auto& m : items())
     if (m.key == key) return &m.raw;
   return nullptr;
 }
@@ -32,14 +80,17 @@ std::optional<std::vector<int64_t>> JsonObject::getIntArray(std::string_view key
 }
 
 void JsonObject::setRaw(Arena& arena, std::string_view key, std::string_view raw) {
+  items();
+  text_ = {};
   std::string_view stored = arena.store(raw);
-  for (auto& m : members) {
+  for (auto& m : members_) {
     if (m.key == key) {
       m.raw = stored;
       return;
     }
   }
-  members.push_back({arena.store(key), stored});
+  std::string quoted = quoteJson(key);
+  members_.push_back({arena.store(std::string_view(quoted).substr(1, quoted.size() - 2)), stored});
 }
 void JsonObject::setInt(Arena& arena, std::string_view key, int64_t v) { setRaw(arena, key, intToRaw(v)); }
 void JsonObject::setBool(Arena& arena, std::string_view key, bool v) { setRaw(arena, key, v ? "true" : "false"); }
@@ -48,9 +99,11 @@ void JsonObject::setString(Arena& arena, std::string_view key, std::string_view 
 }
 
 bool JsonObject::erase(std::string_view key) {
-  for (auto it = members.begin(); it != members.end(); ++it) {
+  items();
+  for (auto it = members_.begin(); it != members_.end(); ++it) {
     if (it->key == key) {
-      members.erase(it);
+      members_.erase(it);
+      text_ = {};
       return true;
     }
   }
@@ -58,12 +111,14 @@ bool JsonObject::erase(std::string_view key) {
 }
 
 std::string JsonObject::toJson() const {
+  if (!text_.empty()) return std::string(text_);
   std::string out = "{";
-  for (size_t i = 0; i < members.size(); ++i) {
+  for (size_t i = 0; i < members_.size(); ++i) {
     if (i) out += ',';
-    out += quoteJson(members[i].key);
-    out += ':';
-    out += members[i].raw;
+    out += '"';
+    out += members_[i].key;
+    out += "\":";
+    out += members_[i].raw;
   }
   out += '}';
   return out;

@@ -1,5 +1,9 @@
 #pragma once
 // An ordered JSON object whose values are kept as raw JSON text (attributes, dist attributes).
+//
+// Loaded objects keep only their compact text (one view into the file) and split it into members
+// on first access; an object nobody reads or edits is written back as that same text. This keeps
+// the IR of a million-op job small and its load and write fast.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,14 +15,18 @@
 namespace spopt {
 
 struct Member {
-  std::string_view key;
-  std::string_view raw;
+  std::string_view key;  // the key as written between the quotes (escapes kept)
+  std::string_view raw;  // the value's compact JSON text
 };
 
 class JsonObject {
  public:
-  std::vector<Member> members;
+  JsonObject() = default;
+  // `compact_text` must be a valid, minified JSON object that outlives this JsonObject.
+  static JsonObject fromCompactText(std::string_view compact_text);
 
+  const std::vector<Member>& items() const;
+  bool empty() const { return items().empty(); }
   const std::string_view* find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
   std::optional<int64_t> getInt(std::string_view key) const;
@@ -33,7 +41,16 @@ class JsonObject {
   void setBool(Arena& arena, std::string_view key, bool v);
   void setString(Arena& arena, std::string_view key, std::string_view v);
   bool erase(std::string_view key);
+
   std::string toJson() const;  // the object as compact JSON text
+  // The loaded text while the object is unedited, else empty (then write items()).
+  std::string_view compactText() const { return text_; }
+
+ private:
+  void parse() const;
+  std::string_view text_;
+  mutable std::vector<Member> members_;
+  mutable bool parsed_ = true;
 };
 
 }  // namespace spopt

@@ -89,6 +89,13 @@ class Verifier {
     }
   }
 
+  // Declared in this block or an ancestor (the loader resolved names; passes must keep that true).
+  static bool inScope(const Var* v, const Block& b) {
+    for (const Block* x = &b; x; x = x->parent)
+      if (v->block == x) return true;
+    return false;
+  }
+
   void checkBlock(const Program& p, const Block& b) {
     size_t i = 0;
     for (const Op& op : b.ops) op_pos_[&op] = i++;
@@ -99,7 +106,7 @@ class Verifier {
         for (const auto& s : slots) {
           for (size_t k = 0; k < s.args.size(); ++k) {
             const Var* v = s.args[k].var;
-            if (!v || v->removed || b.lookup(s.args[k].name) != v) {
+            if (!v || v->removed || v->name != s.args[k].name || !inScope(v, b)) {
               resolved = false;
               report(opPtr(op) + (dir == 0 ? "/inputs/" : "/outputs/") + pointerToken(s.name) + "/" + std::to_string(k),
                      "var \"" + std::string(s.args[k].name) + "\" is not declared in block " + std::to_string(b.idx) + " or its ancestors");

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite: a warnings-as-errors build with every test (unit, golden, script, MPI,
+# browser), the same suite under ASan+UBSan, and a short libFuzzer run over the loader.
+# Environment: JOBS (parallel build/test jobs), FUZZ_SECONDS (default 60), SKIP_SANITIZE=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+echo "== build (warnings are errors)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_WERROR=ON >/dev/null
+cmake --build build -j"$JOBS"
+echo "== tests"
+(cd build && ctest --output-on-failure -j"$JOBS")
+
+if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  echo "== build and tests under ASan+UBSan"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_SANITIZE=ON -DSPOPT_WERROR=ON -DSPOPT_NCCL=OFF >/dev/null
+  cmake --build build-asan -j"$JOBS"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
+  (cd build-asan && ctest --output-on-failure -j"$JOBS")
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+fi
+
+if command -v clang++ >/dev/null; then
+  echo "== libFuzzer over loader + verifier + writer (${FUZZ_SECONDS:-60} s)"
+  cmake -S . -B build-fuzz -DSPOPT_FUZZ=ON -DSPOPT_NCCL=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
+  cmake --build build-fuzz -j"$JOBS" --target fuzz-loader
+  corpus=$(mktemp -d); trap 'rm -rf "$corpus"' EXIT
+  cp testdata/jobs/*.json testdata/bad/*.json "$corpus"/
+  build-fuzz/tests/fuzz-loader -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 "$corpus" 2>&1 | tail -3
+else
+  echo "== libFuzzer skipped: clang++ is not installed"
+fi
+echo "== all tests passed"
