@@ -73,7 +73,10 @@ void node(std::string& out, size_t id, const ViewNode& n, const ViewGraph& g) {
       if (n.status == ViewStatus::Unchanged) fill = "#ffffff";
       break;
     case ViewNode::Folded:
-      out += "label=" + quoted("\u2026 " + std::to_string(n.folded_ops) + " " + g.folded_noun) +
+      out += "label=" + quoted("\u2026 " + std::to_string(n.folded_ops) + " " + g.folded_noun +
+                               (n.folded_collectives ? "\n(" + std::to_string(n.folded_collectives) + " collective" +
+                                                           (n.folded_collectives > 1 ? "s)" : ")")
+                                                     : std::string())) +
              ", style=\"dashed,filled,rounded\", fillcolor=\"#f7f7f7\"";
       fill.clear();
       break;
