@@ -20,6 +20,15 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     file_ = stdout;
     return;
   }
+  // A destination that exists and is no regular file (/dev/null, a FIFO, a terminal) is written
+  // in place: renaming a temp file over it would replace the device or pipe with a plain file.
+  struct stat st;
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    file_ = std::fopen(path_.c_str(), "wb");
+    if (!file_) throw ioError("cannot open output", path_);
+    is_special_ = true;
+    return;
+  }
   temp_ = path_ + ".tmp.XXXXXX";
   int fd = mkstemp(temp_.data());
   if (fd < 0) throw ioError("cannot create output", path_);
@@ -35,6 +44,10 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 
 AtomicFile::~AtomicFile() {
   if (is_stdout_ || committed_) return;
+  if (is_special_) {
+    if (file_) std::fclose(file_);
+    return;
+  }
   if (file_) std::fclose(file_);
   std::remove(temp_.c_str());
 }
@@ -54,6 +67,10 @@ void AtomicFile::commit() {
   ok = (std::fclose(file_) == 0) && ok;
   file_ = nullptr;
   if (!ok) throw ioError("write failed", path_);
+  if (is_special_) {
+    committed_ = true;
+    return;
+  }
   // mkstemp creates 0600; give the result the usual permissions.
   mode_t mask = umask(0);
   umask(mask);

@@ -1,7 +1,8 @@
 #pragma once
 // Output files appear whole or not at all: data goes to a temp file beside the destination,
 // which is renamed over it on commit() and removed if the writer is destroyed uncommitted.
-// The path "-" writes standard output directly.
+// The path "-" writes standard output directly; so is an existing destination that is no regular
+// file (/dev/null, a FIFO), which a rename would replace.
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@ class AtomicFile {
   std::string path_, temp_;
   FILE* file_ = nullptr;
   bool is_stdout_ = false;
+  bool is_special_ = false;  // written in place: not a regular file
   bool committed_ = false;
 };
 

@@ -28,7 +28,7 @@ class Out {
     return *this;
   }
   void str(std::string_view s) {
-    if (s.find_first_of("\"\\") == std::string_view::npos && !hasControl(s)) {
+    if (isPlain(s)) {
       buf_ += '"';
       buf_ += s;
       buf_ += '"';
@@ -53,10 +53,11 @@ class Out {
 
  private:
   static constexpr size_t kFlushAt = 1 << 20;
-  static bool hasControl(std::string_view s) {
-    for (unsigned char c : s)
-      if (c < 0x20) return true;
-    return false;
+  // True when the string needs no escaping (one pass; find_first_of would scan per character).
+  static bool isPlain(std::string_view s) {
+    bool plain = true;
+    for (unsigned char c : s) plain &= (c >= 0x20 && c != '"' && c != '\\');
+    return plain;
   }
   AtomicFile* file_;
   std::string buf_;

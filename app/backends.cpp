@@ -1,0 +1,23 @@
+#include "backends.h"
+
+#include "runtime/local_backend.h"
+#include "support/error.h"
+#ifdef SPOPT_HAVE_MPI
+#include "runtime/mpi/mpi_backend.h"
+#endif
+
+namespace spopt::app {
+
+std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::BackendOptions& opts) {
+  if (name == "local") return rt::makeLocalBackend(opts);
+  if (name == "mpi") {
+#ifdef SPOPT_HAVE_MPI
+    return rt::makeMpiBackend(opts);
+#else
+    throw InputError("--backend", "", "the mpi backend is not built (MPI was not found when sp-opt was configured)");
+#endif
+  }
+  throw InputError("--backend", "", "unknown backend '" + name + "' (local, mpi)");
+}
+
+}  // namespace spopt::app

@@ -1,0 +1,13 @@
+#pragma once
+// Picks a replay backend by name; "mpi" exists only when the build found MPI.
+#include <memory>
+#include <string>
+
+#include "runtime/communicator.h"
+
+namespace spopt::app {
+
+// Throws InputError for an unknown backend or one this build lacks.
+std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::BackendOptions& opts);
+
+}  // namespace spopt::app

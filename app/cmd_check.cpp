@@ -1,0 +1,134 @@
+// sp-opt check BEFORE AFTER: replay both jobs on the same inputs and compare, per rank, every var
+// both fetch or keep persistable. Exit 0 all within tolerance, 1 with a table of offenders.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "backends.h"
+#include "command.h"
+#include "runtime/executor.h"
+#include "runtime/report.h"
+#include "verify/verifier.h"
+
+namespace spopt::app {
+namespace {
+
+struct Options {
+  std::string before, after, backend = "local", inputs;
+  uint64_t seed = 0;
+  double rtol = 1e-5, atol = 1e-6, timeout_s = 60;
+};
+
+std::string rankSet(const std::vector<int64_t>& r) {
+  std::string s = "{";
+  for (size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + std::to_string(r[i]);
+  return s + "}";
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string cell(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  return fmt("%.7g", v.get<double>());
+}
+
+int runCheck(const Options& o) {
+  rt::BackendOptions bo{std::chrono::milliseconds(int64_t(o.timeout_s * 1000))};
+  auto backend = makeBackend(o.backend, bo);
+  try {
+    auto before = loadVerifiedJob(o.before);
+    auto after = loadVerifiedJob(o.after);
+    if (before->world_size != after->world_size)
+      throw InputError(o.after, "/world_size", "world_size " + std::to_string(after->world_size) + " differs from " +
+                                                   o.before + "'s " + std::to_string(before->world_size));
+    backend->checkLaunch(*before);
+    auto ranks = rt::replayRanks(*before);
+    auto after_ranks = rt::replayRanks(*after);
+    if (ranks != after_ranks)
+      throw InputError(o.after, "/programs", "holds the programs of ranks " + rankSet(after_ranks) + ", " + o.before +
+                                                 " those of ranks " + rankSet(ranks));
+    for (const auto* job : {before.get(), after.get()})
+      for (const auto& p : job->programs) rt::checkReplayable(*p);
+    rt::ExecOptions eo{o.seed, o.inputs, false};
+    rt::Tolerance tol{o.rtol, o.atol};
+
+    auto results = backend->run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
+      rt::RankRun b, a;
+      {
+        auto comm = comms.make(*before);
+        b = rt::executeProgram(*before->program(rank), *comm, eo);
+      }
+      {
+        auto comm = comms.make(*after);
+        a = rt::executeProgram(*after->program(rank), *comm, eo);
+      }
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+      for (const auto& [name, tb] : b.kept)
+        for (const auto& [name_a, ta] : a.kept)
+          if (name_a == name) rows.push_back(rt::compareTensors(name, tb, ta, tol));
+      return rows.dump();
+    });
+    if (!backend->reports()) return backend->agreeOnExit(kExitOk);
+
+    size_t compared = 0, bad = 0;
+    double worst_rel = 0, worst_abs = 0;
+    std::string table;
+    for (const auto& [rank, text] : results) {
+      auto rows = nlohmann::ordered_json::parse(text);
+      if (rows.empty()) std::cerr << "sp-opt: warning: rank " << rank << ": no var is fetched or persistable in both jobs\n";
+      for (const auto& r : rows) {
+        ++compared;
+        if (r.contains("rel")) {
+          worst_rel = std::max(worst_rel, r["rel"].get<double>());
+          worst_abs = std::max(worst_abs, r["max_abs"].get<double>());
+        }
+        if (r["ok"].get<bool>()) continue;
+        ++bad;
+        std::string line = std::to_string(rank) + "\t" + r["name"].get<std::string>() + "\t" + r["problem"].get<std::string>();
+        if (r.contains("rel")) {
+          line += "\t" + cell(r["max_abs"]) + "\t" + cell(r["rel"]) + "\t" + std::to_string(r["nonfinite_before"].get<int64_t>()) +
+                  "/" + std::to_string(r["nonfinite_after"].get<int64_t>());
+          if (r.contains("first"))
+            line += "\t[" + std::to_string(r["first"]["index"].get<int64_t>()) + "] before " + cell(r["first"]["before"]) +
+                    " after " + cell(r["first"]["after"]);
+        }
+        table += line + "\n";
+      }
+    }
+    std::string summary = std::to_string(compared) + " vars on " + std::to_string(ranks.size()) + " ranks, rtol " +
+                          fmt("%g", o.rtol) + " atol " + fmt("%g", o.atol) + ", largest rel " + fmt("%.3g", worst_rel) +
+                          " abs " + fmt("%.3g", worst_abs);
+    if (bad == 0) {
+      std::cout << "check: ok: " << summary << "\n";
+      return backend->agreeOnExit(kExitOk);
+    }
+    std::cout << "rank\tvar\tproblem\tmax_abs\trel\tnonfinite before/after\tfirst offending element\n" << table;
+    std::cout << "check: FAILED: " << bad << " of " << summary << "\n";
+    return backend->agreeOnExit(kExitDiffers);
+  } catch (const std::exception&) {
+    if (!backend->reports()) return kExitBadInput;
+    throw;
+  }
+}
+
+const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs and compare their outputs",
+                     "sp-opt check before.json after.json --rtol 1e-5", [](CLI::App& sub) {
+                       auto o = std::make_shared<Options>();
+                       sub.add_option("before", o->before, "The original job (the reference)")->required();
+                       sub.add_option("after", o->after, "The rewritten job")->required();
+                       sub.add_option("--backend", o->backend, "local (threads) or mpi (under mpirun)")->capture_default_str();
+                       sub.add_option("--seed", o->seed, "Seed of the generated inputs")->capture_default_str();
+                       sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
+                       sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
+                       sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
+                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str()->check(CLI::PositiveNumber);
+                       return [o] { return runCheck(*o); };
+                     }}};
+
+}  // namespace
+}  // namespace spopt::app

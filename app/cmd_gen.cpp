@@ -1,0 +1,69 @@
+// sp-opt gen mlp|gpt ...: write a tensor/sequence-parallel training job (lib/gen).
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "gen/generate.h"
+#include "io/atomic_file.h"
+#include "support/error.h"
+
+namespace spopt::app {
+namespace {
+
+struct Options {
+  gen::GenOptions gen;
+  std::string model = "mlp", dtype = "float32", dialect = "legacy", optimizer = "sgd", output;
+  bool no_backward = false;
+  CLI::Option* optimizer_flag = nullptr;
+};
+
+int runGen(Options& o) {
+  o.gen.model = o.model == "gpt" ? gen::Model::Gpt : gen::Model::Mlp;
+  o.gen.dtype = *parseDType(o.dtype);
+  o.gen.dialect = o.dialect == "current" ? gen::Dialect::Current : gen::Dialect::Legacy;
+  o.gen.backward = !o.no_backward;
+  // Without a backward pass there is nothing to optimise, unless --optimizer sgd says otherwise.
+  o.gen.sgd = o.optimizer == "sgd" && (o.gen.backward || o.optimizer_flag->count() > 0);
+  gen::checkOptions(o.gen);
+  AtomicFile out(o.output);
+  gen::GenStats stats = gen::generateJob(o.gen, out);
+  out.commit();
+  if (o.output != "-")
+    std::cout << o.output << ": " << stats.ranks << " ranks, " << stats.ops << " ops, " << stats.vars << " vars\n";
+  return kExitOk;
+}
+
+const Registrar reg{{"gen", "Generate a tensor/sequence-parallel training job (mlp or gpt) in format v1",
+                     "sp-opt gen mlp --tp 4 --layers 2 --sequence-parallel -o mlp_tp4_sp.json", [](CLI::App& sub) {
+                       auto o = std::make_shared<Options>();
+                       auto& g = o->gen;
+                       sub.add_option("model", o->model, "mlp (Paddle's sequence-parallel test) or gpt (decoder layers)")
+                           ->required()
+                           ->check(CLI::IsMember({"mlp", "gpt"}));
+                       sub.add_option("--tp", g.tp, "Tensor-parallel degree T")->capture_default_str();
+                       sub.add_option("--dp", g.dp, "Data-parallel degree D (world = T x D)")->capture_default_str();
+                       sub.add_option("--layers", g.layers, "Layers")->capture_default_str();
+                       sub.add_option("--batch", g.batch, "Global batch")->capture_default_str();
+                       sub.add_option("--seq", g.seq, "Sequence length")->capture_default_str();
+                       sub.add_option("--hidden", g.hidden, "Hidden size")->capture_default_str();
+                       sub.add_option("--heads", g.heads, "Attention heads (gpt)")->capture_default_str();
+                       sub.add_option("--ffn", g.ffn, "Feed-forward size (default 4 x hidden)");
+                       sub.add_option("--dtype", o->dtype, "Data type")
+                           ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16"}))
+                           ->capture_default_str();
+                       sub.add_flag("--sequence-parallel", g.sequence_parallel,
+                                    "Shard activations along the sequence between tensor-parallel regions");
+                       sub.add_option("--dialect", o->dialect, "Collective spelling: legacy (c_*) or current (all_*)")
+                           ->check(CLI::IsMember({"legacy", "current"}))
+                           ->capture_default_str();
+                       sub.add_flag("--no-backward", o->no_backward, "Forward pass only (implies --optimizer none)");
+                       o->optimizer_flag = sub.add_option("--optimizer", o->optimizer, "none or sgd")
+                                               ->check(CLI::IsMember({"none", "sgd"}))
+                                               ->capture_default_str();
+                       sub.add_option("--dropout", g.dropout, "Dropout probability")->capture_default_str();
+                       sub.add_option("-o,--output", o->output, "Output job file (- for stdout)")->required();
+                       return [o] { return runGen(*o); };
+                     }}};
+
+}  // namespace
+}  // namespace spopt::app

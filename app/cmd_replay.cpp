@@ -1,0 +1,108 @@
+// sp-opt replay JOB: run every rank's program and print, per rank, every fetched and persistable
+// var (shape, dtype, checksum, min/max/mean) and the time per rank.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+
+#include "backends.h"
+#include "blas_probe.h"
+#include "command.h"
+#include "io/atomic_file.h"
+#include "runtime/executor.h"
+#include "runtime/report.h"
+#include "verify/verifier.h"
+
+namespace spopt::app {
+namespace {
+
+struct Options {
+  std::string job, backend = "local", dump, trace, inputs;
+  uint64_t seed = 0;
+  double timeout_s = 60;
+  bool blas_probe = false;
+};
+
+std::string bytesText(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+int runReplay(const Options& o) {
+  if (o.blas_probe) return printBlasProbe();
+  if (o.job.empty()) throw InputError("replay", "", "a JOB file is required");
+  rt::BackendOptions bo{std::chrono::milliseconds(int64_t(o.timeout_s * 1000))};
+  auto backend = makeBackend(o.backend, bo);
+  try {
+    auto job = loadVerifiedJob(o.job);
+    backend->checkLaunch(*job);
+    auto ranks = rt::replayRanks(*job);
+    for (const auto& p : job->programs) rt::checkReplayable(*p);
+    rt::ExecOptions eo{o.seed, o.inputs, !o.trace.empty()};
+
+    std::mutex mu;
+    std::map<int64_t, rt::RankRun> hosted;  // kept for --dump, written once every rank succeeded
+    auto results = backend->run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
+      auto comm = comms.make(*job);
+      rt::RankRun run = rt::executeProgram(*job->program(rank), *comm, eo);
+      nlohmann::ordered_json j{{"rank", rank}, {"seconds", run.seconds}, {"peak_bytes", run.peak_bytes}};
+      auto& vars = j["vars"] = nlohmann::ordered_json::array();
+      for (const auto& [name, t] : run.kept) vars.push_back(rt::summarize(name, t));
+      if (eo.trace) j["events"] = rt::eventsToJson(run.events);
+      if (!o.dump.empty()) {
+        std::lock_guard lk(mu);
+        hosted.emplace(rank, std::move(run));
+      }
+      return j.dump();
+    });
+    for (const auto& [rank, run] : hosted) rt::dumpRank(o.dump, run);
+    if (!backend->reports()) return kExitOk;
+
+    std::map<int64_t, nlohmann::ordered_json> by_rank, events;
+    for (const auto& [rank, text] : results) by_rank[rank] = nlohmann::ordered_json::parse(text);
+    std::string out = "replay " + o.job + ": " + std::to_string(ranks.size()) + " ranks, backend " + backend->name() +
+                      ", seed " + std::to_string(o.seed) + "\n";
+    for (auto& [rank, j] : by_rank) {
+      out += "rank " + std::to_string(rank) + "\n";
+      size_t width = 0;
+      for (const auto& v : j["vars"]) width = std::max(width, v["name"].get<std::string>().size());
+      for (const auto& v : j["vars"]) out += rt::summaryLine(v, width) + "\n";
+      if (j.contains("events")) events[rank] = j["events"];
+    }
+    out += "time\n";
+    for (auto& [rank, j] : by_rank) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "  rank %lld  %.3f ms  peak %s\n", static_cast<long long>(rank),
+                    j["seconds"].get<double>() * 1e3, bytesText(j["peak_bytes"].get<double>()).c_str());
+      out += buf;
+    }
+    if (!o.trace.empty()) writeFileAtomic(o.trace, rt::chromeTrace(events));
+    std::cout << out;
+    return kExitOk;
+  } catch (const std::exception&) {
+    if (!backend->reports()) return kExitBadInput;  // rank 0 of the mpi job prints the error
+    throw;
+  }
+}
+
+const Registrar reg{{"replay", "Run every rank's program and summarise its fetched and persistable vars",
+                     "sp-opt replay testdata/jobs/hand_tp2_legacy.json --dump out/", [](CLI::App& sub) {
+                       auto o = std::make_shared<Options>();
+                       sub.add_option("job", o->job, "Job file");
+                       sub.add_option("--backend", o->backend, "local (threads) or mpi (under mpirun)")->capture_default_str();
+                       sub.add_option("--seed", o->seed, "Seed of the generated inputs")->capture_default_str();
+                       sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
+                       sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");
+                       sub.add_option("--trace", o->trace, "Write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
+                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str()->check(CLI::PositiveNumber);
+                       sub.add_flag("--blas-probe", o->blas_probe, "Print the OpenBLAS core and its sgemm GFLOP/s, then exit");
+                       return [o] { return runReplay(*o); };
+                     }}};
+
+}  // namespace
+}  // namespace spopt::app

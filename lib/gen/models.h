@@ -1,0 +1,18 @@
+#pragma once
+// The generated models. Each emits one rank's block into the builder (called once per phase).
+#include "gen/options.h"
+#include "gen/program_builder.h"
+
+namespace spopt::gen {
+
+// Paddle's test of the sequence-parallel pass (test_static_sequence_parallel_pass.py), per layer:
+// layer_norm -> gelu -> column-parallel matmul -> gelu -> row-parallel matmul -> dropout -> gelu
+// -> layer_norm; layer_norm biases frozen; loss = reduce_sum.
+void emitMlp(ProgramBuilder& b, const GenOptions& o, int64_t rank);
+
+// A GPT/Llama-style pre-norm decoder (no biases in linears, no causal mask): per layer
+// x + dropout(attention(layer_norm(x))), then + dropout(mlp(layer_norm(.))); a final layer_norm;
+// loss = reduce_sum.
+void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank);
+
+}  // namespace spopt::gen

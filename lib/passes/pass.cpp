@@ -1,0 +1,82 @@
+#include "passes/pass.h"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace spopt {
+
+const char* optionKindName(OptionKind k) {
+  switch (k) {
+    case OptionKind::Bool: return "bool";
+    case OptionKind::Int: return "int";
+    case OptionKind::String: return "string";
+  }
+  return "?";
+}
+
+bool parseOptionValue(OptionKind kind, std::string_view text, OptionValue& out) {
+  switch (kind) {
+    case OptionKind::Bool:
+      if (text == "true" || text == "1") out = true;
+      else if (text == "false" || text == "0") out = false;
+      else return false;
+      return true;
+    case OptionKind::Int: {
+      int64_t v = 0;
+      const char* end = text.data() + text.size();
+      auto r = std::from_chars(text.data(), end, v);
+      if (text.empty() || r.ec != std::errc() || r.ptr != end) return false;
+      out = v;
+      return true;
+    }
+    case OptionKind::String:
+      out = std::string(text);
+      return true;
+  }
+  return false;
+}
+
+std::string optionValueText(const OptionValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  return std::get<std::string>(v);
+}
+
+OptionValues::OptionValues(const std::vector<OptionSpec>& specs) {
+  for (const auto& s : specs) {
+    OptionValue v;
+    // A default that does not parse is a bug in the pass's declaration.
+    if (!parseOptionValue(s.kind, s.default_text, v))
+      throw std::logic_error("option " + s.name + ": bad default '" + s.default_text + "'");
+    values_[s.name] = std::move(v);
+  }
+}
+
+const OptionValue& OptionValues::at(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::logic_error("undeclared pass option '" + name + "'");
+  return it->second;
+}
+bool OptionValues::getBool(const std::string& name) const { return std::get<bool>(at(name)); }
+int64_t OptionValues::getInt(const std::string& name) const { return std::get<int64_t>(at(name)); }
+const std::string& OptionValues::getString(const std::string& name) const { return std::get<std::string>(at(name)); }
+
+size_t PassStats::refusedTotal() const {
+  size_t n = 0;
+  for (const auto& [code, count] : refused) n += count;
+  return n;
+}
+
+void PassContext::refuse(ExplainRecord r) {
+  ++stats.refused[r.code];
+  r.rewritten = false;
+  if (collect_explain_) explain.push_back(std::move(r));
+}
+
+void PassContext::note(ExplainRecord r) {
+  ++stats.notes[r.code];
+  r.rewritten = true;
+  if (collect_explain_) explain.push_back(std::move(r));
+}
+
+}  // namespace spopt

@@ -1,0 +1,44 @@
+#include "passes/pass_manager.h"
+
+#include <chrono>
+
+#include "verify/verifier.h"
+
+namespace spopt {
+namespace {
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManagerOptions& opts) {
+  PipelineResult result;
+  for (const ConfiguredPass& cp : pipeline) {
+    PassRun run;
+    run.name = cp.info->name;
+    run.text = cp.text();
+    PassContext ctx(opts.collect_explain);
+    auto pass = cp.info->create(cp.options);
+    auto t0 = std::chrono::steady_clock::now();
+    pass->run(job, ctx);
+    run.time_ms = msSince(t0);
+    run.stats = std::move(ctx.stats);
+    run.explain = std::move(ctx.explain);
+    if (opts.verify_each) {
+      auto t1 = std::chrono::steady_clock::now();
+      auto problems = verifyJob(job);
+      run.verify_ms = msSince(t1);
+      if (!problems.empty()) {
+        result.ok = false;
+        result.failed_pass = run.name;
+        result.problems = std::move(problems);
+      }
+    }
+    result.runs.push_back(std::move(run));
+    if (opts.after_pass) opts.after_pass(result.runs.back().name, job);
+    if (!result.ok) break;
+  }
+  return result;
+}
+
+}  // namespace spopt

@@ -1,0 +1,135 @@
+#include "passes/pipeline.h"
+
+#include "support/error.h"
+
+namespace spopt {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool validName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  return true;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, const PassRegistry& reg, const std::string& source)
+      : text_(text), reg_(reg), source_(source) {}
+
+  Pipeline run() {
+    Pipeline out;
+    if (trim(text_).empty()) return out;
+    // Split at commas outside braces; each piece is one pass with its optional options.
+    size_t start = 0;
+    int depth = 0;
+    for (size_t i = 0; i <= text_.size(); ++i) {
+      char c = i < text_.size() ? text_[i] : ',';
+      if (c == '{') {
+        if (++depth > 1) fail("'{' inside options at offset " + std::to_string(i));
+      } else if (c == '}') {
+        if (--depth < 0) fail("'}' without '{' at offset " + std::to_string(i));
+      } else if (c == ',' && depth == 0) {
+        out.push_back(element(text_.substr(start, i - start), start));
+        start = i + 1;
+      }
+    }
+    if (depth != 0) fail("missing '}'");
+    return out;
+  }
+
+ private:
+  std::string_view text_;
+  const PassRegistry& reg_;
+  const std::string& source_;
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InputError(source_, "", message + " in pipeline \"" + std::string(text_) + "\"");
+  }
+
+  ConfiguredPass element(std::string_view piece, size_t offset) {
+    std::string_view name = piece, opts;
+    bool has_opts = false;
+    if (size_t b = piece.find('{'); b != std::string_view::npos) {
+      size_t e = piece.rfind('}');
+      if (!trim(piece.substr(e + 1)).empty()) fail("text after '}' of pass \"" + std::string(trim(piece.substr(0, b))) + "\"");
+      name = piece.substr(0, b);
+      opts = piece.substr(b + 1, e - b - 1);
+      if (opts.find_first_of("{}") != std::string_view::npos) fail("two option lists for pass \"" + std::string(trim(name)) + "\"");
+      has_opts = true;
+    }
+    name = trim(name);
+    if (name.empty()) fail("empty pass name at offset " + std::to_string(offset));
+    const PassInfo* info = reg_.find(std::string(name));
+    if (!info) {
+      std::string what = validName(name) ? "unknown pass \"" + std::string(name) + "\"" : "bad pass name \"" + std::string(name) + "\"";
+      throw InputError(source_, "", what + "; valid passes: " + reg_.namesText());
+    }
+    ConfiguredPass cp{info, OptionValues(info->options), {}};
+    if (has_opts && !trim(opts).empty()) {
+      size_t s = 0;
+      for (size_t i = 0; i <= opts.size(); ++i) {
+        if (i < opts.size() && opts[i] != ',') continue;
+        option(cp, opts.substr(s, i - s));
+        s = i + 1;
+      }
+    }
+    return cp;
+  }
+
+  void option(ConfiguredPass& cp, std::string_view item) {
+    const PassInfo& info = *cp.info;
+    size_t eq = item.find('=');
+    std::string key(trim(item.substr(0, eq)));
+    if (key.empty()) fail("empty option of pass " + info.name);
+    const OptionSpec* spec = info.option(key);
+    if (!spec) {
+      std::string valid;
+      for (const auto& o : info.options)
+        if (!o.hidden) valid += (valid.empty() ? "" : ", ") + o.name;
+      throw InputError(source_, "", "pass " + info.name + " has no option \"" + key + "\"; valid options: " +
+                                        (valid.empty() ? "(none)" : valid));
+    }
+    if (eq == std::string_view::npos)
+      throw InputError(source_, "", "option " + key + " of pass " + info.name + " needs a value (" + key + "=...)");
+    for (const auto& [k, v] : cp.given)
+      if (k == key) throw InputError(source_, "", "option " + key + " of pass " + info.name + " is given twice");
+    std::string_view value = trim(item.substr(eq + 1));
+    OptionValue parsed;
+    if (!parseOptionValue(spec->kind, value, parsed)) {
+      std::string expect = spec->kind == OptionKind::Bool ? "true or false" : "an integer";
+      throw InputError(source_, "", "option " + key + " of pass " + info.name + " takes " + expect + ", got \"" +
+                                        std::string(value) + "\"");
+    }
+    cp.options.set(key, std::move(parsed));
+    cp.given.emplace_back(key, std::string(value));
+  }
+};
+
+}  // namespace
+
+std::string ConfiguredPass::text() const {
+  std::string s = info->name;
+  if (given.empty()) return s;
+  s += '{';
+  for (size_t i = 0; i < given.size(); ++i) s += (i ? "," : "") + given[i].first + "=" + given[i].second;
+  return s + '}';
+}
+
+Pipeline parsePipeline(std::string_view text, const PassRegistry& registry, const std::string& source) {
+  return Parser(text, registry, source).run();
+}
+
+std::string pipelineText(const Pipeline& p) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i) s += (i ? "," : "") + p[i].text();
+  return s;
+}
+
+}  // namespace spopt

@@ -1,0 +1,128 @@
+#pragma once
+// Collectives between the ranks of a replay, keyed by ring id (../shared/design/ops.md).
+//
+// Collectives pair across the member ranks of a ring by order of issue on that ring, as NCCL
+// requires. Every backend checks, at each position, that all members issued the same kind, dtype
+// and element count (and root / reduce op): a mismatch is an error naming both ranks and ops, never
+// a hang. Every wait has a timeout, and a rank that fails stops the others (they observe an abort
+// flag and give up with a short "aborted" error; the failing rank's error is the one reported).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analysis/collectives.h"
+#include "ir/ir.h"
+#include "runtime/tensor.h"
+#include "support/error.h"
+
+namespace spopt::rt {
+
+// The op a collective call stands for, for error messages.
+struct OpDesc {
+  std::string type;     // op type, e.g. "c_allreduce_sum"
+  int64_t rank = 0;     // global rank issuing it
+  int64_t block = 0;    // block idx
+  int64_t index = 0;    // position of the op in its block
+  std::string file;     // job file as the user named it
+  std::string pointer;  // JSON pointer of the op
+  std::string text() const;  // "c_allreduce_sum (rank 0, block 0, op 3)"
+};
+
+// What each member announces at a ring position before any data moves.
+struct CollectiveHeader {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  DType dtype = DType::Float32;
+  int64_t count = 0;     // input elements
+  int64_t extra = 0;     // ReduceOp for all-reduce, root for broadcast, else 0
+  bool sameAs(const CollectiveHeader& o) const {
+    return kind == o.kind && dtype == o.dtype && count == o.count && extra == o.extra;
+  }
+  std::string text() const;  // "c_allreduce_sum-kind float32 x20"
+};
+
+// "rank 0 issued ... but rank 1 issued ..." as the one-line error both ranks report.
+std::string mismatchMessage(int64_t ring, uint64_t seq, const OpDesc& a, const CollectiveHeader& ha,
+                            const OpDesc& b, const CollectiveHeader& hb);
+
+// Every member of the ring detects the same mismatch; `reporter` (the ring's first rank) is the
+// one whose report a multi-process backend prints.
+class CollectiveMismatch : public InputError {
+ public:
+  CollectiveMismatch(std::string file, std::string pointer, std::string message, int64_t reporter)
+      : InputError(std::move(file), std::move(pointer), std::move(message)), reporter_(reporter) {}
+  int64_t reporter() const { return reporter_; }
+
+ private:
+  int64_t reporter_;
+};
+
+// Another rank failed; its error is the one worth reporting.
+class RankAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One rank's end of every ring of a job.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int64_t rank() const = 0;
+  // out has the op's declared shape; element counts are checked against the collective's rule.
+  virtual void allReduce(int64_t ring, const Tensor& in, Tensor& out, ReduceOp op, const OpDesc& d) = 0;
+  // Sum over the group, then chunk `position of this rank in the group` along axis 0.
+  virtual void reduceScatter(int64_t ring, const Tensor& in, Tensor& out, const OpDesc& d) = 0;
+  // Concatenation of every member's input along axis 0, in group order.
+  virtual void allGather(int64_t ring, const Tensor& in, Tensor& out, const OpDesc& d) = 0;
+  // The input of the rank whose global id is `root`.
+  virtual void broadcast(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) = 0;
+  // This rank ran its whole program: members still waiting for it at a ring position fail at once.
+  virtual void finish() {}
+};
+
+// Creates one rank's communicator for a job's process groups. Every rank calls make() for the
+// same jobs in the same order (replay of BEFORE, then AFTER, in `check`).
+class CommFactory {
+ public:
+  virtual ~CommFactory() = default;
+  virtual std::unique_ptr<Communicator> make(const Job& job) = 0;
+};
+
+// Runs a task for every rank (threads in one process, or one process per rank) and returns
+// what each rank's task returned, on the process that reports (every rank's, keyed by rank).
+using RankTask = std::function<std::string(int64_t rank, CommFactory& comms)>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Throws InputError when this launch cannot run `job` (e.g. mpirun with the wrong -n).
+  virtual void checkLaunch(const Job& job) const = 0;
+  // Ranks this process runs, out of `ranks` (all of them for local, one for mpi).
+  virtual std::vector<int64_t> hostedRanks(const std::vector<int64_t>& ranks) const = 0;
+  // Runs `task` for each of `ranks`; rethrows the error of the first rank that failed.
+  // Returns every rank's result on the reporting process, nothing elsewhere.
+  virtual std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) = 0;
+  // Whether this process prints reports and errors (rank 0 under mpi).
+  virtual bool reports() const { return true; }
+  // Under mpi: every process agrees on a failure found by some (0 ok, else the worst exit code).
+  virtual int agreeOnExit(int code) { return code; }
+};
+
+struct BackendOptions {
+  std::chrono::milliseconds timeout{60'000};
+};
+
+// Reduction helpers shared by the backends: elementwise, in group order (deterministic bits).
+// Storage-generic: dst = src for the first member, then dst op= src for the rest in order.
+void reduceInto(Tensor& dst, const void* src, int64_t count, ReduceOp op, bool first);
+void finishReduce(Tensor& dst, ReduceOp op, int64_t members);  // AVG divides by the member count
+
+// Checks the out count of a collective against its rule; throws InputError naming the op.
+void checkCollectiveShapes(CollectiveKind kind, const Tensor& in, const Tensor& out, int64_t members, const OpDesc& d);
+
+}  // namespace spopt::rt

@@ -1,0 +1,56 @@
+#pragma once
+// Runs one rank's program (block 0, ops in order) on a Communicator.
+//
+// Each op output is allocated from its var's declared dtype and shape; compute ops run their
+// kernel (findKernel), collectives go through the communicator. A var's buffer is released after
+// its last use (liveness from def-use, computed once per program); fetched and persistable vars
+// live to the end, so peak memory follows the program's liveness.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/ir.h"
+#include "runtime/communicator.h"
+#include "runtime/tensor.h"
+
+namespace spopt::rt {
+
+struct ExecOptions {
+  uint64_t seed = 0;
+  std::string inputs_dir;  // DIR/VARNAME.npy replaces the generated value where present
+  bool trace = false;      // record an event per op
+};
+
+struct TraceEvent {
+  std::string name;      // op type
+  bool collective = false;
+  int64_t index = 0;     // op position in block 0
+  double start_us = 0, dur_us = 0;  // from the start of the rank's program
+  int64_t ring = -1;
+  int64_t bytes = 0;     // collective input bytes
+};
+
+struct RankRun {
+  int64_t rank = 0;
+  std::vector<std::pair<std::string, Tensor>> kept;  // fetched vars, then persistable vars (declaration order)
+  double seconds = 0;
+  size_t peak_bytes = 0;  // most bytes held by live var buffers at once
+  std::vector<TraceEvent> events;
+};
+
+// Which vars die after each op of block 0 (never fetched or persistable ones), and which are
+// program inputs (read before any op writes them). Linear in the program size.
+struct Liveness {
+  std::vector<std::vector<const Var*>> release_after;  // by op position
+  std::vector<const Var*> inputs;                      // in order of first read
+};
+Liveness computeLiveness(const Program& p);
+
+// Throws InputError naming op, rank, block and index when replay cannot run `p`: an op with no
+// kernel that is not a collective, an op outside block 0's reach, or a var with an unknown (-1) dim.
+void checkReplayable(const Program& p);
+
+RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& o);
+
+}  // namespace spopt::rt

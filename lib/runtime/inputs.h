@@ -1,0 +1,45 @@
+#pragma once
+// Values of a program's inputs (vars read before any op writes them).
+//
+// THE RULE (the `gen` helper and the README rely on it exactly):
+//  - Every input var is a slice of ONE global tensor. Global shape: the var's local shape with dim i
+//    multiplied by process_mesh.shape[dims_mapping[i]] where dims_mapping[i] >= 0. A var without
+//    dist_attr, or with dims_mapping all -1, is replicated: global shape = local shape, the same
+//    values on every rank.
+//  - The rank's mesh coordinate = unravel(index of the rank in process_mesh.process_ids, mesh shape)
+//    (row-major). Local dim i starts at coordinate[dims_mapping[i]] * local_dim_i in the global tensor.
+//  - Element with row-major global index g: u = elementUniform(seed, var name, g), uniform in
+//    [-1, 1); floating vars get u, times 1/sqrt(global last dim) when the var is persistable
+//    (a parameter) and its last dim is > 0. int32/int64 vars get floor((u + 1) * 4) in [0, 8);
+//    bool/uint8 vars get 1 when u >= 0, else 0.
+//  - elementUniform: h = splitmix64(seed ^ fnv1a64(name)); x = splitmix64(h + g);
+//    u = (x >> 11) * 2^-52 - 1  (53 random bits, exact in double; cast to the var's float type).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ir.h"
+#include "runtime/tensor.h"
+
+namespace spopt::rt {
+
+uint64_t fnv1a64(std::string_view s);
+uint64_t splitmix64(uint64_t x);
+double elementUniform(uint64_t seed, std::string_view name, uint64_t global_index);
+
+// Where a rank's local tensor of `var` lies in its global tensor.
+struct ShardLayout {
+  std::vector<int64_t> global_shape;
+  std::vector<int64_t> offset;  // start of the local block in each global dim
+};
+// Throws InputError (var pointer) on a malformed dist_attr or a rank outside the var's mesh.
+ShardLayout shardLayout(const Var& var, int64_t rank);
+
+// The input value of `var` on `rank` by THE RULE above.
+Tensor fillInput(const Var& var, int64_t rank, uint64_t seed);
+
+// Copies the rank's block out of a global tensor (any storage; converts to `dtype`).
+Tensor sliceGlobal(const Tensor& global, const ShardLayout& layout, const std::vector<int64_t>& local_shape, DType dtype);
+
+}  // namespace spopt::rt

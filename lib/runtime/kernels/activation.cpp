@@ -1,0 +1,248 @@
+// Pointwise activations (gelu, relu, scale) and softmax, with their gradients.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/registry.h"
+
+namespace spopt::rt {
+namespace {
+
+// Out has X's shape and dtype; returns both tensors.
+std::pair<const Tensor*, Tensor*> unary(KernelContext& c, std::string_view in_slot, std::string_view out_slot) {
+  const Tensor& x = requireInput(c, in_slot);
+  Tensor& out = requireOutput(c, out_slot);
+  requireFloat(c, in_slot, x);
+  requireSameStorage(c, out_slot, out, in_slot, x);
+  requireSameShape(c, out_slot, out, in_slot, x);
+  return {&x, &out};
+}
+
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
+constexpr double kGeluCubic = 0.044715;
+
+// gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), computed as 0.5 x erfc(-x / sqrt 2) so the
+// lower tail keeps its relative accuracy (1 + erf cancels there); approximate: 0.5 x (1 + tanh(u)) with
+// u = sqrt(2/pi)(x + 0.044715 x^3), computed as x * sigmoid(2u) (the same value, no cancellation).
+// float32 uses the vectorisable functions of fast_math.h, float64 uses libm.
+template <typename T> inline T geluValue(T v, bool approximate) {
+  T u2 = T(2 * kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v);
+  if constexpr (std::is_same_v<T, float>) {
+    return approximate ? v * sigmoid(u2) : v * normalCdf(v);
+  } else {
+    return approximate ? v / (T(1) + std::exp(-u2)) : T(0.5) * v * std::erfc(-v * T(kInvSqrt2));
+  }
+}
+
+// d gelu / dx: erf form Phi(x) + x phi(x); tanh form s + 2 x s (1 - s) u' with s = sigmoid(2u).
+template <typename T> inline T geluSlope(T v, bool approximate) {
+  if (approximate) {
+    T u2 = T(2 * kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v);
+    T s;
+    if constexpr (std::is_same_v<T, float>) s = sigmoid(u2);
+    else s = T(1) / (T(1) + std::exp(-u2));
+    T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * v * v);
+    return s + T(2) * v * s * (T(1) - s) * du;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    return normalCdf(v) + v * T(kInvSqrt2Pi) * fastExp(T(-0.5) * v * v);
+  } else {
+    return T(0.5) * std::erfc(-v * T(kInvSqrt2)) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+  }
+}
+
+void gelu(KernelContext& c) {
+  auto [x, out] = unary(c, "X", "Out");
+  bool approximate = boolAttr(c, "approximate", false);
+  dispatchFloat(c, "X", *x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x->data<T>();
+    T* o = out->data<T>();
+    int64_t n = x->numel();
+    if (approximate)
+      for (int64_t i = 0; i < n; ++i) o[i] = geluValue(xp[i], true);
+    else
+      for (int64_t i = 0; i < n; ++i) o[i] = geluValue(xp[i], false);
+  });
+}
+
+void geluGrad(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  requireFloat(c, "X", x);
+  requireSameStorage(c, "Out@GRAD", g, "X", x);
+  requireSameShape(c, "Out@GRAD", g, "X", x);
+  requireSameStorage(c, "X@GRAD", dx, "X", x);
+  requireSameShape(c, "X@GRAD", dx, "X", x);
+  bool approximate = boolAttr(c, "approximate", false);
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const T* gp = g.data<T>();
+    T* d = dx.data<T>();
+    int64_t n = x.numel();
+    if (approximate)
+      for (int64_t i = 0; i < n; ++i) d[i] = gp[i] * geluSlope(xp[i], true);
+    else
+      for (int64_t i = 0; i < n; ++i) d[i] = gp[i] * geluSlope(xp[i], false);
+  });
+}
+
+void relu(KernelContext& c) {
+  auto [x, out] = unary(c, "X", "Out");
+  dispatchFloat(c, "X", *x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x->data<T>();
+    T* o = out->data<T>();
+    for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = xp[i] > T(0) ? xp[i] : T(0);
+  });
+}
+
+// Paddle's relu_grad reads Out: dX = dOut where Out > 0.
+void reluGrad(KernelContext& c) {
+  const Tensor& out = requireInput(c, "Out");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  requireFloat(c, "Out", out);
+  requireSameStorage(c, "Out@GRAD", g, "Out", out);
+  requireSameShape(c, "Out@GRAD", g, "Out", out);
+  requireSameStorage(c, "X@GRAD", dx, "Out", out);
+  requireSameShape(c, "X@GRAD", dx, "Out", out);
+  dispatchFloat(c, "Out", out, [&](auto tag) {
+    using T = decltype(tag);
+    const T* o = out.data<T>();
+    const T* gp = g.data<T>();
+    T* d = dx.data<T>();
+    for (int64_t i = 0, n = out.numel(); i < n; ++i) d[i] = o[i] > T(0) ? gp[i] : T(0);
+  });
+}
+
+// scale: Out = scale * X + bias, or scale * (X + bias) when bias_after_scale is false. A ScaleTensor
+// input, when present, overrides the scale attribute (as in Paddle).
+void scale(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  requireSameStorage(c, "Out", out, "X", x);
+  requireSameShape(c, "Out", out, "X", x);
+  double s = floatAttr(c, "scale", 1.0);
+  if (const Tensor* st = optionalInput(c, "ScaleTensor")) {
+    if (st->numel() != 1) kernelFail(c, "ScaleTensor " + shapeStr(st->shape()) + " should hold one element");
+    s = scalarAt(*st);
+  }
+  double b = floatAttr(c, "bias", 0.0);
+  bool after = boolAttr(c, "bias_after_scale", true);
+  int64_t n = x.numel();
+  if (x.storage() == Storage::I64) {
+    const int64_t* xp = x.data<int64_t>();
+    int64_t* o = out.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = int64_t(after ? s * double(xp[i]) + b : s * (double(xp[i]) + b));
+    return;
+  }
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    T* o = out.data<T>();
+    T ts = T(s), tb = after ? T(b) : T(s * b);  // scale * (x + bias) = scale * x + scale * bias
+    for (int64_t i = 0; i < n; ++i) o[i] = ts * xp[i] + tb;
+  });
+}
+
+// Views a tensor as [outer, len, inner] around `axis`.
+struct AxisView {
+  int64_t outer, len, inner;
+};
+AxisView axisView(const KernelContext& c, const std::vector<int64_t>& shape, int64_t axis_attr) {
+  if (shape.empty()) return {1, 1, 1};
+  int64_t a = normaliseAxis(c, axis_attr, shape.size(), "axis");
+  return {product(shape, 0, size_t(a)), shape[size_t(a)], product(shape, size_t(a) + 1)};
+}
+
+// The maximum of f(0..n-1), n >= 1, over 8 independent lanes (vectorisable; max is exact, so
+// the result does not depend on the order).
+template <typename T, typename F> T laneMax(int64_t n, F&& f) {
+  T lane[8];
+  for (int l = 0; l < 8; ++l) lane[l] = f(0);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      T v = f(i + l);
+      lane[l] = v > lane[l] ? v : lane[l];
+    }
+  for (; i < n; ++i) lane[0] = f(i) > lane[0] ? f(i) : lane[0];
+  T m = lane[0];
+  for (int l = 1; l < 8; ++l) m = lane[l] > m ? lane[l] : m;
+  return m;
+}
+
+// softmax along `axis` (default -1): max-shifted exponentials (fastExp for float32), the
+// denominator summed in double.
+void softmax(KernelContext& c) {
+  auto [x, out] = unary(c, "X", "Out");
+  AxisView v = axisView(c, x->shape(), intAttr(c, "axis", -1));
+  dispatchFloat(c, "X", *x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x->data<T>();
+    T* o = out->data<T>();
+    if (v.len == 0) return;
+    for (int64_t a = 0; a < v.outer; ++a)
+      for (int64_t b = 0; b < v.inner; ++b) {
+        const T* row = xp + a * v.len * v.inner + b;
+        T* orow = o + a * v.len * v.inner + b;
+        int64_t st = v.inner;
+        T m = laneMax<T>(v.len, [&](int64_t k) { return row[k * st]; });
+        for (int64_t k = 0; k < v.len; ++k) {
+          if constexpr (std::is_same_v<T, float>) orow[k * st] = fastExp(row[k * st] - m);
+          else orow[k * st] = std::exp(row[k * st] - m);
+        }
+        T inv = T(1.0 / laneSum(v.len, [&](int64_t k) { return double(orow[k * st]); }));
+        for (int64_t k = 0; k < v.len; ++k) orow[k * st] *= inv;
+      }
+  });
+}
+
+// softmax_grad: dX = Out * (dOut - sum_axis(dOut * Out)).
+void softmaxGrad(KernelContext& c) {
+  const Tensor& out = requireInput(c, "Out");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  requireFloat(c, "Out", out);
+  requireSameStorage(c, "Out@GRAD", g, "Out", out);
+  requireSameShape(c, "Out@GRAD", g, "Out", out);
+  requireSameStorage(c, "X@GRAD", dx, "Out", out);
+  requireSameShape(c, "X@GRAD", dx, "Out", out);
+  AxisView v = axisView(c, out.shape(), intAttr(c, "axis", -1));
+  dispatchFloat(c, "Out", out, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t a = 0; a < v.outer; ++a)
+      for (int64_t b = 0; b < v.inner; ++b) {
+        int64_t base = a * v.len * v.inner + b;
+        const T* o = out.data<T>() + base;
+        const T* gp = g.data<T>() + base;
+        T* d = dx.data<T>() + base;
+        double dot = laneSum(v.len, [&](int64_t k) { return double(o[k * v.inner]) * double(gp[k * v.inner]); });
+        for (int64_t k = 0; k < v.len; ++k)
+          d[k * v.inner] = T(double(o[k * v.inner]) * (double(gp[k * v.inner]) - dot));
+      }
+  });
+}
+
+}  // namespace
+
+void registerActivationKernels(KernelTable& t) {
+  t.add("gelu", gelu);
+  t.add("gelu_grad", geluGrad);
+  t.add("relu", relu);
+  t.add("relu_grad", reluGrad);
+  t.add("scale", scale);
+  t.add("softmax", softmax);
+  t.add("softmax_grad", softmaxGrad);
+}
+
+}  // namespace spopt::rt

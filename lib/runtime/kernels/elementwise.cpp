@@ -1,0 +1,132 @@
+// elementwise_add / elementwise_mul and their gradients, with Paddle's axis broadcasting.
+// A gradient of a broadcast operand sums Out@GRAD over the broadcast dims; that sum accumulates in
+// double, so a float32 bias gradient over many rows does not drift with the row count.
+#include <algorithm>
+#include <vector>
+
+#include "runtime/kernels/broadcast.h"
+#include "runtime/kernels/registry.h"
+
+namespace spopt::rt {
+namespace {
+
+enum class Kind { Add, Mul };
+
+template <Kind K, typename T> inline T apply(T a, T b) {
+  if constexpr (K == Kind::Add) return a + b;
+  else return a * b;
+}
+
+template <Kind K> void forward(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  const Tensor& y = requireInput(c, "Y");
+  Tensor& out = requireOutput(c, "Out");
+  requireSameStorage(c, "Y", y, "X", x);
+  requireSameStorage(c, "Out", out, "X", x);
+  BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
+  requireShape(c, "Out", out, p.out_shape, "X and Y broadcast");
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const T* yp = y.data<T>();
+    T* op = out.data<T>();
+    p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
+      const T* a = xp + ox;
+      const T* b = yp + oy;
+      T* o = op + oo;
+      if (sx && sy)
+        for (int64_t i = 0; i < n; ++i) o[i] = apply<K>(a[i], b[i]);
+      else if (sx)
+        for (int64_t i = 0; i < n; ++i) o[i] = apply<K>(a[i], b[0]);
+      else if (sy)
+        for (int64_t i = 0; i < n; ++i) o[i] = apply<K>(a[0], b[i]);
+      else
+        for (int64_t i = 0; i < n; ++i) o[i] = apply<K>(a[0], b[0]);
+    });
+  });
+}
+
+// grad of one operand: d[self] += g * (Mul ? other : 1), summed over self's broadcast dims.
+// `self_is_x` selects which plan strides address the gradient and which the other operand.
+template <Kind K, typename T>
+void operandGrad(const BroadcastPlan& p, bool self_is_x, const T* g, const T* other, T* d, int64_t d_numel) {
+  bool full = self_is_x ? p.x_full : p.y_full;
+  if (full) {
+    // No reduction: write each element once.
+    p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
+      int64_t os = self_is_x ? ox : oy, ot = self_is_x ? oy : ox, st = self_is_x ? sy : sx;
+      T* dd = d + os;
+      const T* gg = g + oo;
+      if constexpr (K == Kind::Add) {
+        std::copy(gg, gg + n, dd);
+      } else {
+        const T* b = other + ot;
+        if (st)
+          for (int64_t i = 0; i < n; ++i) dd[i] = gg[i] * b[i];
+        else
+          for (int64_t i = 0; i < n; ++i) dd[i] = gg[i] * b[0];
+      }
+    });
+    return;
+  }
+  std::vector<double> acc(size_t(d_numel), 0.0);
+  p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
+    int64_t os = self_is_x ? ox : oy, ot = self_is_x ? oy : ox;
+    int64_t ss = self_is_x ? sx : sy, st = self_is_x ? sy : sx;
+    double* a = acc.data() + os;
+    const T* gg = g + oo;
+    const T* b = other + ot;
+    if (ss) {
+      if (K == Kind::Add)
+        for (int64_t i = 0; i < n; ++i) a[i] += double(gg[i]);
+      else if (st)
+        for (int64_t i = 0; i < n; ++i) a[i] += double(gg[i]) * double(b[i]);
+      else
+        for (int64_t i = 0; i < n; ++i) a[i] += double(gg[i]) * double(b[0]);
+    } else {
+      if (K == Kind::Add)
+        a[0] += laneSum(n, [&](int64_t i) { return double(gg[i]); });
+      else if (st)
+        a[0] += laneSum(n, [&](int64_t i) { return double(gg[i]) * double(b[i]); });
+      else
+        a[0] += laneSum(n, [&](int64_t i) { return double(gg[i]); }) * double(b[0]);
+    }
+  });
+  for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
+}
+
+template <Kind K> void backward(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  const Tensor& y = requireInput(c, "Y");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor* dx = optionalOutput(c, "X@GRAD");
+  Tensor* dy = optionalOutput(c, "Y@GRAD");
+  requireSameStorage(c, "Y", y, "X", x);
+  requireSameStorage(c, "Out@GRAD", g, "X", x);
+  BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
+  requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
+  if (dx) {
+    requireSameStorage(c, "X@GRAD", *dx, "X", x);
+    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
+  }
+  if (dy) {
+    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
+    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
+  }
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    if (dx) operandGrad<K, T>(p, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel());
+    if (dy) operandGrad<K, T>(p, false, g.data<T>(), x.data<T>(), dy->data<T>(), dy->numel());
+  });
+}
+
+}  // namespace
+
+void registerElementwiseKernels(KernelTable& t) {
+  t.add("elementwise_add", forward<Kind::Add>);
+  t.add("elementwise_mul", forward<Kind::Mul>);
+  t.add("elementwise_add_grad", backward<Kind::Add>);
+  t.add("elementwise_mul_grad", backward<Kind::Mul>);
+}
+
+}  // namespace spopt::rt

@@ -1,0 +1,75 @@
+#pragma once
+// Helpers shared by the kernel families: slot access that throws KernelError naming the op,
+// attribute readers with Paddle's defaults, shape formatting and float dtype dispatch.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/kernels/kernels.h"
+
+namespace spopt::rt {
+
+[[noreturn]] void kernelFail(const KernelContext& c, const std::string& message);
+
+// Required slots throw "OP: missing input X"; optional ones give nullptr.
+const Tensor& requireInput(const KernelContext& c, std::string_view slot, size_t i = 0);
+Tensor& requireOutput(const KernelContext& c, std::string_view slot, size_t i = 0);
+const Tensor* optionalInput(const KernelContext& c, std::string_view slot, size_t i = 0);
+Tensor* optionalOutput(const KernelContext& c, std::string_view slot, size_t i = 0);
+
+// Attributes. Booleans accept true/false and 0/1; ints accept integral numbers; an int list
+// also accepts a single int. A present attribute of the wrong JSON type is a KernelError.
+int64_t intAttr(const KernelContext& c, std::string_view key, int64_t def);
+double floatAttr(const KernelContext& c, std::string_view key, double def);
+bool boolAttr(const KernelContext& c, std::string_view key, bool def);
+std::string stringAttr(const KernelContext& c, std::string_view key, std::string def);
+// The attribute's text when it is a JSON string, else nullopt (for attrs that may be int or name).
+std::optional<std::string> stringAttrIfString(const KernelContext& c, std::string_view key);
+std::vector<int64_t> intsAttr(const KernelContext& c, std::string_view key, std::vector<int64_t> def);
+
+std::string shapeStr(const std::vector<int64_t>& shape);  // "[4,3]"
+int64_t product(const std::vector<int64_t>& dims, size_t begin = 0, size_t end = SIZE_MAX);
+// Normalises a possibly negative axis for a rank-`rank` tensor, or fails naming the attribute.
+int64_t normaliseAxis(const KernelContext& c, int64_t axis, size_t rank, std::string_view what);
+
+// Shape and dtype checks with messages such as "relu: Out [2,3] differs from X [3,2]".
+void requireShape(const KernelContext& c, std::string_view name, const Tensor& t,
+                  const std::vector<int64_t>& expected, std::string_view why);
+void requireSameShape(const KernelContext& c, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b);
+void requireSameStorage(const KernelContext& c, std::string_view a_name, const Tensor& a,
+                        std::string_view b_name, const Tensor& b);
+void requireFloat(const KernelContext& c, std::string_view name, const Tensor& t);
+
+// Byte copy between tensors of equal storage and numel (a no-op when they share a buffer).
+void copyTensor(const KernelContext& c, const Tensor& from, std::string_view from_name, Tensor& to,
+                std::string_view to_name);
+
+// Element i of a floating or integer tensor as a double (for scalars such as a learning rate).
+double scalarAt(const Tensor& t, int64_t i = 0);
+
+// Calls f(float{}) or f(double{}) by the storage of a floating tensor.
+template <typename F>
+void dispatchFloat(const KernelContext& c, std::string_view name, const Tensor& t, F&& f) {
+  switch (t.storage()) {
+    case Storage::F32: f(float{}); return;
+    case Storage::F64: f(double{}); return;
+    default: requireFloat(c, name, t);
+  }
+}
+
+// Sums in double over 8 interleaved partial sums, combined in a fixed order: the result is the
+// same on every run and machine, and the independent lanes let the compiler vectorise (a single
+// running double sum is a serial dependency chain). f(i) gives element i as a double.
+template <typename F> double laneSum(int64_t n, F&& f) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += f(i + l);
+  for (int l = 0; i < n; ++i, ++l) lane[l] += f(i);
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+}  // namespace spopt::rt

@@ -1,0 +1,146 @@
+// fill_constant, assign, sgd and the scheduling ops depend and nop.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/registry.h"
+
+namespace spopt::rt {
+namespace {
+
+// Paddle's proto VarType codes for the dtypes a job may declare.
+std::optional<DType> dtypeFromPaddleCode(int64_t code) {
+  switch (code) {
+    case 0: return DType::Bool;
+    case 2: return DType::Int32;
+    case 3: return DType::Int64;
+    case 4: return DType::Float16;
+    case 5: return DType::Float32;
+    case 6: return DType::Float64;
+    case 20: return DType::UInt8;
+    case 22: return DType::BFloat16;
+    default: return std::nullopt;
+  }
+}
+
+// The dtype attribute: Paddle's int enum, or a name ("float32", "paddle.float32", "fp32"-style
+// aliases are not guessed). Absent: the Out var's own dtype.
+std::optional<DType> fillDType(const KernelContext& c) {
+  const std::string_view* raw = c.op.attrs.find("dtype");
+  if (!raw) return std::nullopt;
+  if (auto name = stringAttrIfString(c, "dtype")) {
+    std::string_view n = *name;
+    if (n.substr(0, 7) == "paddle.") n.remove_prefix(7);
+    if (auto t = parseDType(n)) return t;
+    kernelFail(c, "dtype \"" + *name + "\" is not a known dtype");
+  }
+  int64_t code = intAttr(c, "dtype", 5);
+  if (auto t = dtypeFromPaddleCode(code)) return t;
+  kernelFail(c, "dtype " + std::to_string(code) + " is not a supported Paddle dtype code");
+}
+
+// fill_constant: Out (declared dtype and shape) = value; str_value, when non-empty, wins (it
+// carries values such as "inf" or big integers exactly).
+void fillConstant(KernelContext& c) {
+  Tensor& out = requireOutput(c, "Out");
+  if (auto t = fillDType(c); t && storageOf(*t) != out.storage())
+    kernelFail(c, "dtype attribute " + std::string(dtypeName(*t)) + " disagrees with Out's " +
+                      std::string(dtypeName(out.dtype())));
+  bool shape_from_input = optionalInput(c, "ShapeTensor") || c.io.inputCount("ShapeTensorList") > 0;
+  if (!shape_from_input && c.op.attrs.has("shape")) {
+    std::vector<int64_t> shape = intsAttr(c, "shape", {});
+    if (out.shape() != shape && !(shape.empty() && out.numel() == 1) && !(out.shape().empty() && shape == std::vector<int64_t>{1}))
+      requireShape(c, "Out", out, shape, "the shape attribute");
+  }
+  double value = floatAttr(c, "value", 0.0);
+  int64_t int_value = int64_t(value);
+  std::string str = stringAttr(c, "str_value", "");
+  if (!str.empty()) {
+    char* end = nullptr;
+    value = std::strtod(str.c_str(), &end);
+    if (end == str.c_str() || *end) kernelFail(c, "str_value \"" + str + "\" is not a number");
+    char* iend = nullptr;
+    long long iv = std::strtoll(str.c_str(), &iend, 10);
+    int_value = *iend ? int64_t(value) : int64_t(iv);
+  } else if (const Tensor* vt = optionalInput(c, "ValueTensor")) {
+    if (vt->numel() != 1) kernelFail(c, "ValueTensor " + shapeStr(vt->shape()) + " should hold one element");
+    value = scalarAt(*vt);
+    int_value = int64_t(value);
+  }
+  int64_t n = out.numel();
+  switch (out.storage()) {
+    case Storage::F32: std::fill(out.data<float>(), out.data<float>() + n, float(value)); break;
+    case Storage::F64: std::fill(out.data<double>(), out.data<double>() + n, value); break;
+    case Storage::I64: std::fill(out.data<int64_t>(), out.data<int64_t>() + n, int_value); break;
+    case Storage::U8:
+      std::fill(out.data<uint8_t>(), out.data<uint8_t>() + n,
+                uint8_t(out.dtype() == DType::Bool ? value != 0.0 : uint8_t(int_value)));
+      break;
+  }
+}
+
+void assign(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  requireSameShape(c, "Out", out, "X", x);
+  copyTensor(c, x, "X", out, "Out");
+}
+
+// sgd: ParamOut = Param - LearningRate * Grad (elementwise, so ParamOut may alias Param).
+void sgd(KernelContext& c) {
+  const Tensor& param = requireInput(c, "Param");
+  const Tensor& lr = requireInput(c, "LearningRate");
+  const Tensor& grad = requireInput(c, "Grad");
+  Tensor& out = requireOutput(c, "ParamOut");
+  requireFloat(c, "Param", param);
+  requireSameStorage(c, "Grad", grad, "Param", param);
+  requireSameShape(c, "Grad", grad, "Param", param);
+  requireSameStorage(c, "ParamOut", out, "Param", param);
+  requireSameShape(c, "ParamOut", out, "Param", param);
+  if (lr.numel() != 1) kernelFail(c, "LearningRate " + shapeStr(lr.shape()) + " should hold one element");
+  double rate = scalarAt(lr);
+  dispatchFloat(c, "Param", param, [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = param.data<T>();
+    const T* g = grad.data<T>();
+    T* o = out.data<T>();
+    T r = T(rate);
+    for (int64_t i = 0, n = param.numel(); i < n; ++i) o[i] = p[i] - r * g[i];
+  });
+}
+
+// depend: Out = X (the executor may give Out X's buffer; then nothing moves). Dep only orders.
+void depend(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  requireSameShape(c, "Out", out, "X", x);
+  copyTensor(c, x, "X", out, "Out");
+}
+
+// nop: no outputs, or Out[i] = X[i].
+void nop(KernelContext& c) {
+  size_t n_out = c.io.outputCount("Out");
+  if (n_out && n_out != c.io.inputCount("X"))
+    kernelFail(c, "has " + std::to_string(n_out) + " Out but " + std::to_string(c.io.inputCount("X")) + " X");
+  for (size_t i = 0; i < n_out; ++i) {
+    Tensor* out = optionalOutput(c, "Out", i);
+    if (!out) continue;
+    const Tensor& x = requireInput(c, "X", i);
+    requireSameShape(c, "Out", *out, "X", x);
+    copyTensor(c, x, "X", *out, "Out");
+  }
+}
+
+}  // namespace
+
+void registerMiscKernels(KernelTable& t) {
+  t.add("fill_constant", fillConstant);
+  t.add("assign", assign);
+  t.add("sgd", sgd);
+  t.add("depend", depend);
+  t.add("nop", nop);
+}
+
+}  // namespace spopt::rt

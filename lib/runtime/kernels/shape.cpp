@@ -1,0 +1,321 @@
+// Data-movement ops: reshape2, transpose2, split, concat (and grads). They move bytes, so they run
+// on every storage (float, int64, uint8) without dispatch.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/registry.h"
+
+namespace spopt::rt {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// XShape, when present, is [0, ...X dims] (Paddle's way to keep X's shape for the grad op).
+void checkXShape(const KernelContext& c, const Tensor& x) {
+  const Tensor* xs = optionalOutput(c, "XShape");
+  if (!xs) return;
+  Dims want = x.shape();
+  want.insert(want.begin(), 0);
+  if (xs->shape() != want) requireShape(c, "XShape", *xs, want, "[0, ...X dims]");
+}
+
+// X's dims as recorded in XShape.
+Dims dimsFromXShape(const KernelContext& c, const Tensor& xs) {
+  if (xs.shape().empty()) kernelFail(c, "XShape " + shapeStr(xs.shape()) + " should be [0, ...X dims]");
+  return Dims(xs.shape().begin() + 1, xs.shape().end());
+}
+
+// reshape2: the `shape` attribute (or a Shape input), 0 copies X's dim at that index, one -1 infers.
+void reshape2(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  Dims target;
+  if (const Tensor* st = optionalInput(c, "Shape")) {
+    for (int64_t i = 0; i < st->numel(); ++i) target.push_back(int64_t(scalarAt(*st, i)));
+  } else {
+    target = intsAttr(c, "shape", {});
+  }
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0) {
+      if (i >= x.shape().size()) kernelFail(c, "shape " + shapeStr(target) + " copies dim " + std::to_string(i) + " that X " + shapeStr(x.shape()) + " lacks");
+      target[i] = x.shape()[i];
+    }
+    if (target[i] == -1) {
+      if (infer >= 0) kernelFail(c, "shape " + shapeStr(target) + " has more than one -1");
+      infer = int64_t(i);
+    } else if (target[i] < 0) {
+      kernelFail(c, "shape " + shapeStr(target) + " has a negative dim");
+    } else {
+      known *= target[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || x.numel() % known != 0)
+      kernelFail(c, "cannot infer the -1 of shape " + shapeStr(target) + " from X " + shapeStr(x.shape()));
+    target[size_t(infer)] = x.numel() / known;
+  }
+  if (product(target) != x.numel())
+    kernelFail(c, "shape " + shapeStr(target) + " does not hold the " + std::to_string(x.numel()) + " elements of X " +
+                      shapeStr(x.shape()));
+  requireShape(c, "Out", out, target, "X reshaped");
+  copyTensor(c, x, "X", out, "Out");
+  checkXShape(c, x);
+}
+
+void reshape2Grad(KernelContext& c) {
+  const Tensor& xs = requireInput(c, "XShape");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  requireShape(c, "X@GRAD", dx, dimsFromXShape(c, xs), "XShape's dims[1:]");
+  copyTensor(c, g, "Out@GRAD", dx, "X@GRAD");
+}
+
+// Copies a permuted tensor whose output-innermost dim L is strided in the input: the input's
+// contiguous dim q and L are copied in B x B tiles so that both the strided reads and the
+// contiguous writes of a tile stay in L1; the remaining dims are walked with an odometer.
+template <typename E>
+void tiledPermute(const E* in, E* out, const Dims& sizes, const Dims& strides, size_t q) {
+  constexpr int64_t B = 32;
+  size_t rank = sizes.size(), L = rank - 1;
+  Dims out_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) out_strides[d - 1] = out_strides[d] * sizes[d];
+  int64_t nq = sizes[q], nl = sizes[L], sl = strides[L], oq = out_strides[q];
+  std::vector<size_t> others;
+  int64_t outer = 1;
+  for (size_t d = 0; d < L; ++d)
+    if (d != q) {
+      others.push_back(d);
+      outer *= sizes[d];
+    }
+  Dims idx(others.size(), 0);
+  int64_t bi = 0, bo = 0;
+  for (int64_t it = 0; it < outer; ++it) {
+    for (int64_t i0 = 0; i0 < nq; i0 += B)
+      for (int64_t j0 = 0; j0 < nl; j0 += B) {
+        int64_t i1 = std::min(nq, i0 + B), j1 = std::min(nl, j0 + B);
+        for (int64_t i = i0; i < i1; ++i) {
+          const E* src = in + bi + i;
+          E* dst = out + bo + i * oq;
+          for (int64_t j = j0; j < j1; ++j) dst[j] = src[j * sl];
+        }
+      }
+    for (size_t k = others.size(); k-- > 0;) {
+      size_t d = others[k];
+      bi += strides[d];
+      bo += out_strides[d];
+      if (++idx[k] < sizes[d]) break;
+      bi -= strides[d] * sizes[d];
+      bo -= out_strides[d] * sizes[d];
+      idx[k] = 0;
+    }
+  }
+}
+
+// Copies `in` (shape `in_shape`) into `out` permuted by `perm` (out dim i = in dim perm[i]).
+// Adjacent output dims that are adjacent in the input merge first; an inner block that keeps
+// its order is then copied with memcpy, any other permutation in tiles.
+void permute(const std::byte* in, const Dims& in_shape, const Dims& perm, std::byte* out, size_t elem) {
+  size_t rank = in_shape.size();
+  Dims in_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * in_shape[d];
+  // Collapse runs of the permutation that are consecutive in the input, dropping size-1 dims.
+  Dims sizes, strides;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = perm[i];
+    if (in_shape[size_t(a)] == 1) continue;
+    if (!sizes.empty() && strides.back() == in_strides[size_t(a)] * in_shape[size_t(a)]) {
+      sizes.back() *= in_shape[size_t(a)];
+      strides.back() = in_strides[size_t(a)];
+    } else {
+      sizes.push_back(in_shape[size_t(a)]);
+      strides.push_back(in_strides[size_t(a)]);
+    }
+  }
+  int64_t total = product(in_shape);
+  if (total == 0) return;
+  if (sizes.empty() || (sizes.size() == 1 && strides[0] == 1)) {
+    std::memcpy(out, in, size_t(total) * elem);
+    return;
+  }
+  size_t inner = sizes.size() - 1;
+  if (strides[inner] != 1) {
+    // The input's contiguous dim (stride 1) always survives collapsing.
+    size_t q = size_t(std::find(strides.begin(), strides.end(), 1) - strides.begin());
+    switch (elem) {
+      case 1: tiledPermute(reinterpret_cast<const uint8_t*>(in), reinterpret_cast<uint8_t*>(out), sizes, strides, q); return;
+      case 4: tiledPermute(reinterpret_cast<const uint32_t*>(in), reinterpret_cast<uint32_t*>(out), sizes, strides, q); return;
+      case 8: tiledPermute(reinterpret_cast<const uint64_t*>(in), reinterpret_cast<uint64_t*>(out), sizes, strides, q); return;
+      default: throw std::logic_error("permute: element size " + std::to_string(elem));
+    }
+  }
+  // The inner block is contiguous in the input: memcpy per block.
+  int64_t n = sizes[inner];
+  int64_t outer = total / n;
+  Dims idx(inner, 0);
+  int64_t off = 0;
+  std::byte* o = out;
+  for (int64_t it = 0; it < outer; ++it) {
+    std::memcpy(o, in + off * int64_t(elem), size_t(n) * elem);
+    o += n * int64_t(elem);
+    for (size_t d = inner; d-- > 0;) {
+      off += strides[d];
+      if (++idx[d] < sizes[d]) break;
+      off -= strides[d] * sizes[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+Dims checkedPerm(const KernelContext& c, size_t rank) {
+  Dims perm = intsAttr(c, "axis", {});
+  if (perm.size() != rank)
+    kernelFail(c, "axis " + shapeStr(perm) + " is no permutation of " + std::to_string(rank) + " dims");
+  std::vector<bool> seen(rank, false);
+  for (int64_t& a : perm) {
+    if (a < 0) a += int64_t(rank);
+    if (a < 0 || a >= int64_t(rank) || seen[size_t(a)])
+      kernelFail(c, "axis " + shapeStr(intsAttr(c, "axis", {})) + " is no permutation of " + std::to_string(rank) + " dims");
+    seen[size_t(a)] = true;
+  }
+  return perm;
+}
+
+void transpose2(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  requireSameStorage(c, "Out", out, "X", x);
+  Dims perm = checkedPerm(c, x.shape().size());
+  Dims want(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) want[i] = x.shape()[size_t(perm[i])];
+  requireShape(c, "Out", out, want, "X transposed by axis");
+  if (out.raw() == x.raw()) kernelFail(c, "Out may not share X's buffer");
+  permute(static_cast<const std::byte*>(x.raw()), x.shape(), perm, static_cast<std::byte*>(out.raw()),
+          storageSize(x.storage()));
+  checkXShape(c, x);
+}
+
+// transpose2_grad: dX = dOut permuted by the inverse of axis.
+void transpose2Grad(KernelContext& c) {
+  const Tensor& xs = requireInput(c, "XShape");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  requireSameStorage(c, "X@GRAD", dx, "Out@GRAD", g);
+  Dims xdims = dimsFromXShape(c, xs);
+  requireShape(c, "X@GRAD", dx, xdims, "XShape's dims[1:]");
+  Dims perm = checkedPerm(c, xdims.size());
+  Dims gshape(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) gshape[i] = xdims[size_t(perm[i])];
+  requireShape(c, "Out@GRAD", g, gshape, "X transposed by axis");
+  Dims inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[size_t(perm[i])] = int64_t(i);
+  permute(static_cast<const std::byte*>(g.raw()), gshape, inverse, static_cast<std::byte*>(dx.raw()),
+          storageSize(g.storage()));
+}
+
+// split: Out[i] gets a slice of X along axis; `num` equal parts, or `sections` with one -1 inferred.
+void split(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  size_t n_out = c.io.outputCount("Out");
+  if (n_out == 0) kernelFail(c, "has no Out");
+  if (x.shape().empty()) kernelFail(c, "X is 0-D");
+  int64_t axis = normaliseAxis(c, intAttr(c, "axis", 0), x.shape().size(), "axis");
+  int64_t len = x.shape()[size_t(axis)];
+  int64_t num = intAttr(c, "num", 0);
+  Dims sections = intsAttr(c, "sections", {});
+  if (num > 0) {
+    if (len % num != 0)
+      kernelFail(c, "X " + shapeStr(x.shape()) + " dim " + std::to_string(axis) + " does not split into " +
+                        std::to_string(num) + " equal parts");
+    sections.assign(size_t(num), len / num);
+  } else {
+    int64_t known = 0, infer = -1;
+    for (size_t i = 0; i < sections.size(); ++i) {
+      if (sections[i] == -1 && infer < 0) infer = int64_t(i);
+      else if (sections[i] < 0) kernelFail(c, "sections " + shapeStr(sections) + " has more than one -1 or a negative size");
+      else known += sections[i];
+    }
+    if (infer >= 0) sections[size_t(infer)] = len - known;
+    if (sections.empty() || std::accumulate(sections.begin(), sections.end(), int64_t(0)) != len ||
+        (infer >= 0 && sections[size_t(infer)] < 0))
+      kernelFail(c, "sections " + shapeStr(intsAttr(c, "sections", {})) + " do not add up to dim " + std::to_string(axis) +
+                        " of X " + shapeStr(x.shape()));
+  }
+  if (sections.size() != n_out)
+    kernelFail(c, "splits X into " + std::to_string(sections.size()) + " parts but has " + std::to_string(n_out) + " Out");
+  int64_t outer = product(x.shape(), 0, size_t(axis)), inner = product(x.shape(), size_t(axis) + 1);
+  size_t elem = storageSize(x.storage());
+  const std::byte* src = static_cast<const std::byte*>(x.raw());
+  int64_t start = 0;
+  for (size_t i = 0; i < n_out; ++i) {
+    Tensor* out = optionalOutput(c, "Out", i);
+    int64_t part = sections[i];
+    if (out) {
+      requireSameStorage(c, "Out[" + std::to_string(i) + "]", *out, "X", x);
+      Dims want = x.shape();
+      want[size_t(axis)] = part;
+      requireShape(c, "Out[" + std::to_string(i) + "]", *out, want, "a part of X");
+      std::byte* dst = static_cast<std::byte*>(out->raw());
+      size_t block = size_t(part * inner) * elem;
+      for (int64_t o = 0; o < outer && block; ++o)
+        std::memcpy(dst + size_t(o) * block, src + size_t((o * len + start) * inner) * elem, block);
+    }
+    start += part;
+  }
+}
+
+// concat: Out = X[0..n) joined along axis.
+void concat(KernelContext& c) {
+  size_t n_in = c.io.inputCount("X");
+  if (n_in == 0) kernelFail(c, "has no X");
+  Tensor& out = requireOutput(c, "Out");
+  const Tensor& x0 = requireInput(c, "X", 0);
+  if (x0.shape().empty()) kernelFail(c, "X[0] is 0-D");
+  int64_t axis = normaliseAxis(c, intAttr(c, "axis", 0), x0.shape().size(), "axis");
+  Dims want = x0.shape();
+  want[size_t(axis)] = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& xi = requireInput(c, "X", i);
+    std::string name = "X[" + std::to_string(i) + "]";
+    requireSameStorage(c, name, xi, "Out", out);
+    Dims a = xi.shape(), b = x0.shape();
+    if (a.size() != b.size()) kernelFail(c, name + " " + shapeStr(a) + " and X[0] " + shapeStr(b) + " differ in rank");
+    a[size_t(axis)] = b[size_t(axis)] = 0;
+    if (a != b)
+      kernelFail(c, name + " " + shapeStr(xi.shape()) + " and X[0] " + shapeStr(x0.shape()) +
+                        " differ outside axis " + std::to_string(axis));
+    want[size_t(axis)] += xi.shape()[size_t(axis)];
+  }
+  requireShape(c, "Out", out, want, "X joined along axis");
+  int64_t outer = product(want, 0, size_t(axis)), inner = product(want, size_t(axis) + 1);
+  size_t elem = storageSize(out.storage());
+  size_t out_row = size_t(want[size_t(axis)] * inner) * elem;
+  std::byte* dst = static_cast<std::byte*>(out.raw());
+  size_t start = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& xi = *c.io.input("X", i);
+    if (xi.raw() == out.raw() && xi.numel()) kernelFail(c, "Out may not share a buffer with X");
+    size_t block = size_t(xi.shape()[size_t(axis)] * inner) * elem;
+    const std::byte* src = static_cast<const std::byte*>(xi.raw());
+    for (int64_t o = 0; o < outer && block; ++o) std::memcpy(dst + size_t(o) * out_row + start, src + size_t(o) * block, block);
+    start += block;
+  }
+}
+
+}  // namespace
+
+void registerShapeKernels(KernelTable& t) {
+  t.add("reshape2", reshape2);
+  t.add("reshape2_grad", reshape2Grad);
+  t.add("transpose2", transpose2);
+  t.add("transpose2_grad", transpose2Grad);
+  t.add("split", split);
+  t.add("concat", concat);
+}
+
+}  // namespace spopt::rt

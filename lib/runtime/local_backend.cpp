@@ -1,0 +1,283 @@
+#include "runtime/local_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "support/error.h"
+
+namespace spopt::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Waits wake at least this often to notice an abort by another rank.
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+
+struct AbortFlag {
+  std::atomic<bool> raised{false};
+};
+
+// One member's announcement at a ring position.
+struct Post {
+  CollectiveHeader header;
+  const Tensor* in = nullptr;
+  OpDesc desc;
+  bool posted = false;
+};
+
+// One ring position: filled as members arrive, read by all, released when all have departed.
+struct Slot {
+  std::vector<Post> posts;
+  size_t arrived = 0, departed = 0;
+};
+
+struct Ring {
+  std::vector<int64_t> ranks;
+  std::unordered_map<uint64_t, std::shared_ptr<Slot>> slots;
+};
+
+// The shared state of one job's rings (one per CommFactory::make call index).
+struct LocalWorld {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<int64_t, Ring> rings;
+  std::set<int64_t> finished;  // ranks whose program ended
+};
+
+std::string rankList(const std::vector<int64_t>& r) {
+  std::string s;
+  for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
+  return s;
+}
+
+class LocalComm final : public Communicator {
+ public:
+  LocalComm(std::shared_ptr<LocalWorld> world, int64_t rank, std::shared_ptr<AbortFlag> abort, std::chrono::milliseconds timeout)
+      : world_(std::move(world)), rank_(rank), abort_(std::move(abort)), timeout_(timeout) {}
+  // A rank that fails unwinds through here: raise the abort first, so members waiting for it
+  // report "aborted" (and the run reports this rank's error), not "ended its program".
+  ~LocalComm() override {
+    if (std::uncaught_exceptions() > 0) abort_->raised = true;
+    finish();
+  }
+
+  int64_t rank() const override { return rank_; }
+
+  void allReduce(int64_t ring, const Tensor& in, Tensor& out, ReduceOp op, const OpDesc& d) override {
+    CollectiveHeader h{CollectiveKind::AllReduce, in.dtype(), in.numel(), int64_t(op)};
+    exchange(ring, h, in, out, d, [&](const std::vector<Post>& posts, int) {
+      for (size_t i = 0; i < posts.size(); ++i) reduceInto(out, posts[i].in->raw(), in.numel(), op, i == 0);
+      finishReduce(out, op, int64_t(posts.size()));
+    });
+  }
+
+  void reduceScatter(int64_t ring, const Tensor& in, Tensor& out, const OpDesc& d) override {
+    CollectiveHeader h{CollectiveKind::ReduceScatter, in.dtype(), in.numel(), 0};
+    exchange(ring, h, in, out, d, [&](const std::vector<Post>& posts, int pos) {
+      int64_t chunk = out.numel();
+      size_t offset = size_t(pos) * size_t(chunk) * storageSize(in.storage());
+      for (size_t i = 0; i < posts.size(); ++i)
+        reduceInto(out, static_cast<const std::byte*>(posts[i].in->raw()) + offset, chunk, ReduceOp::Sum, i == 0);
+    });
+  }
+
+  void allGather(int64_t ring, const Tensor& in, Tensor& out, const OpDesc& d) override {
+    CollectiveHeader h{CollectiveKind::AllGather, in.dtype(), in.numel(), 0};
+    exchange(ring, h, in, out, d, [&](const std::vector<Post>& posts, int) {
+      size_t piece = in.bytes();
+      for (size_t i = 0; i < posts.size(); ++i)
+        if (piece) std::memcpy(static_cast<std::byte*>(out.raw()) + i * piece, posts[i].in->raw(), piece);
+    });
+  }
+
+  void broadcast(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) override {
+    CollectiveHeader h{CollectiveKind::Broadcast, in.dtype(), in.numel(), root};
+    exchange(ring, h, in, out, d, [&](const std::vector<Post>& posts, int) {
+      int root_pos = -1;
+      for (size_t i = 0; i < posts.size(); ++i)
+        if (posts[i].desc.rank == root) root_pos = int(i);
+      if (root_pos < 0) return;  // checked before the exchange
+      if (in.bytes()) std::memcpy(out.raw(), posts[size_t(root_pos)].in->raw(), in.bytes());
+    });
+  }
+
+  void finish() override {
+    std::lock_guard lk(world_->mu);
+    world_->finished.insert(rank_);
+    world_->cv.notify_all();
+  }
+
+ private:
+  std::shared_ptr<LocalWorld> world_;
+  int64_t rank_;
+  std::shared_ptr<AbortFlag> abort_;
+  std::chrono::milliseconds timeout_;
+  std::unordered_map<int64_t, uint64_t> seq_;  // next position per ring
+
+  template <typename Compute>
+  void exchange(int64_t ring_id, const CollectiveHeader& h, const Tensor& in, Tensor& out, const OpDesc& d, Compute compute) {
+    auto fail = [&](const std::string& why) { throw InputError(d.file, d.pointer, why); };
+    auto it = world_->rings.find(ring_id);  // rings are fixed at construction: no lock needed
+    if (it == world_->rings.end()) fail(d.text() + ": ring " + std::to_string(ring_id) + " has no process group");
+    Ring& ring = it->second;
+    int pos = -1;
+    for (size_t i = 0; i < ring.ranks.size(); ++i)
+      if (ring.ranks[i] == rank_) pos = int(i);
+    if (pos < 0) fail(d.text() + ": rank " + std::to_string(rank_) + " is not a member of ring " + std::to_string(ring_id));
+    if (h.kind == CollectiveKind::Broadcast && std::find(ring.ranks.begin(), ring.ranks.end(), h.extra) == ring.ranks.end())
+      fail(d.text() + ": root " + std::to_string(h.extra) + " is not a member of ring " + std::to_string(ring_id));
+    const size_t n = ring.ranks.size();
+    checkCollectiveShapes(h.kind, in, out, int64_t(n), d);
+
+    const uint64_t seq = seq_[ring_id]++;
+    const auto deadline = Clock::now() + timeout_;
+    std::unique_lock lk(world_->mu);
+    auto& entry = ring.slots[seq];
+    if (!entry) {
+      entry = std::make_shared<Slot>();
+      entry->posts.resize(n);
+    }
+    std::shared_ptr<Slot> slot = entry;
+    slot->posts[size_t(pos)] = Post{h, &in, d, true};
+    ++slot->arrived;
+    world_->cv.notify_all();
+
+    // A member that gives up takes its post back: its input dies with it, and a late member must
+    // then wait (and notice the abort) instead of reading it.
+    auto retract = [&] {
+      slot->posts[size_t(pos)] = Post{};
+      --slot->arrived;
+    };
+    while (slot->arrived < n) {
+      if (abort_->raised) {
+        retract();
+        throw RankAborted("aborted: another rank failed");
+      }
+      std::vector<int64_t> missing, gone;
+      for (size_t i = 0; i < n; ++i)
+        if (!slot->posts[i].posted) {
+          missing.push_back(ring.ranks[i]);
+          if (world_->finished.count(ring.ranks[i])) gone.push_back(ring.ranks[i]);
+        }
+      const bool timed_out = Clock::now() >= deadline;
+      if (!gone.empty() || timed_out) retract();
+      if (!gone.empty())
+        fail(d.text() + ": rank " + rankList(gone) + " ended its program without issuing collective #" + std::to_string(seq) +
+             " on ring " + std::to_string(ring_id) + " (rank " + std::to_string(rank_) + " issued " + h.text() + ")");
+      if (timed_out)
+        fail(d.text() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s waiting on ring " +
+             std::to_string(ring_id) + " collective #" + std::to_string(seq) + " for rank " + rankList(missing));
+      world_->cv.wait_for(lk, kPollInterval);
+    }
+    // Every member compares against position 0, so all of them report the same mismatch.
+    for (size_t i = 1; i < n; ++i)
+      if (!slot->posts[i].header.sameAs(slot->posts[0].header))
+        throw CollectiveMismatch(d.file, d.pointer,
+                                 mismatchMessage(ring_id, seq, slot->posts[0].desc, slot->posts[0].header, slot->posts[i].desc,
+                                                 slot->posts[i].header),
+                                 ring.ranks[0]);
+    lk.unlock();
+
+    compute(slot->posts, pos);
+
+    // Members read each other's inputs: nobody leaves (and frees its input) before all are done.
+    // No abort check here: every member that got this far finishes compute without blocking.
+    lk.lock();
+    ++slot->departed;
+    world_->cv.notify_all();
+    const auto leave_deadline = Clock::now() + timeout_;
+    while (slot->departed < n) {
+      if (Clock::now() >= leave_deadline)
+        fail(d.text() + ": timed out waiting for the members of ring " + std::to_string(ring_id) + " to finish collective #" +
+             std::to_string(seq));
+      world_->cv.wait_for(lk, kPollInterval);
+    }
+    ring.slots.erase(seq);  // the first to leave erases; the rest hold their shared_ptr
+  }
+};
+
+struct SharedRun {
+  std::mutex mu;
+  std::vector<std::shared_ptr<LocalWorld>> worlds;  // by make() call index
+  std::shared_ptr<AbortFlag> abort = std::make_shared<AbortFlag>();
+};
+
+class RankFactory final : public CommFactory {
+ public:
+  RankFactory(SharedRun& shared, int64_t rank, std::chrono::milliseconds timeout) : shared_(shared), rank_(rank), timeout_(timeout) {}
+  std::unique_ptr<Communicator> make(const Job& job) override {
+    std::shared_ptr<LocalWorld> world;
+    {
+      std::lock_guard lk(shared_.mu);
+      if (shared_.worlds.size() <= calls_) {
+        auto w = std::make_shared<LocalWorld>();
+        for (const auto& g : job.groups) w->rings[g.ring_id].ranks = g.ranks;
+        shared_.worlds.push_back(std::move(w));
+      }
+      world = shared_.worlds[calls_++];
+    }
+    return std::make_unique<LocalComm>(std::move(world), rank_, shared_.abort, timeout_);
+  }
+
+ private:
+  SharedRun& shared_;
+  int64_t rank_;
+  std::chrono::milliseconds timeout_;
+  size_t calls_ = 0;
+};
+
+class LocalBackend final : public Backend {
+ public:
+  explicit LocalBackend(const BackendOptions& opts) : opts_(opts) {}
+  std::string name() const override { return "local"; }
+  void checkLaunch(const Job&) const override {}
+  std::vector<int64_t> hostedRanks(const std::vector<int64_t>& ranks) const override { return ranks; }
+
+  std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) override {
+    SharedRun shared;
+    std::vector<std::string> results(ranks.size());
+    std::mutex err_mu;
+    std::exception_ptr first_error, first_abort;
+    auto body = [&](size_t i) {
+      RankFactory comms(shared, ranks[i], opts_.timeout);
+      try {
+        results[i] = task(ranks[i], comms);
+      } catch (const RankAborted&) {
+        std::lock_guard lk(err_mu);
+        if (!first_abort) first_abort = std::current_exception();
+      } catch (...) {
+        std::lock_guard lk(err_mu);
+        if (!first_error) first_error = std::current_exception();
+        shared.abort->raised = true;
+      }
+    };
+    if (ranks.size() == 1) {
+      body(0);
+    } else {
+      std::vector<std::thread> threads;
+      threads.reserve(ranks.size());
+      for (size_t i = 0; i < ranks.size(); ++i) threads.emplace_back(body, i);
+      for (auto& t : threads) t.join();
+    }
+    if (first_error) std::rethrow_exception(first_error);
+    if (first_abort) std::rethrow_exception(first_abort);
+    std::map<int64_t, std::string> out;
+    for (size_t i = 0; i < ranks.size(); ++i) out[ranks[i]] = std::move(results[i]);
+    return out;
+  }
+
+ private:
+  BackendOptions opts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> makeLocalBackend(const BackendOptions& opts) { return std::make_unique<LocalBackend>(opts); }
+
+}  // namespace spopt::rt

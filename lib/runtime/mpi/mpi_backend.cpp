@@ -1,0 +1,276 @@
+#include "runtime/mpi/mpi_backend.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <unordered_map>
+
+#include "runtime/report.h"
+#include "support/error.h"
+
+namespace spopt::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What each member announces before the data moves (fixed size: sent as bytes).
+struct WireHeader {
+  int32_t kind, dtype;
+  int64_t count, extra, block, index;
+  char type[48];
+};
+
+WireHeader toWire(const CollectiveHeader& h, const OpDesc& d) {
+  WireHeader w{};
+  w.kind = int32_t(h.kind);
+  w.dtype = int32_t(h.dtype);
+  w.count = h.count;
+  w.extra = h.extra;
+  w.block = d.block;
+  w.index = d.index;
+  std::snprintf(w.type, sizeof w.type, "%s", d.type.c_str());
+  return w;
+}
+
+CollectiveHeader fromWire(const WireHeader& w) {
+  return CollectiveHeader{CollectiveKind(w.kind), DType(w.dtype), w.count, w.extra};
+}
+
+struct MpiRing {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<int64_t> ranks;
+  int position = -1;
+  uint64_t seq = 0;
+};
+
+int checkedCount(size_t bytes, const OpDesc& d) {
+  if (bytes > size_t(INT_MAX)) throw InputError(d.file, d.pointer, d.text() + ": a collective over 2 GiB is not supported by the mpi backend");
+  return int(bytes);
+}
+
+class MpiComm final : public Communicator {
+ public:
+  MpiComm(const Job& job, int64_t rank, std::chrono::milliseconds timeout) : rank_(rank), timeout_(timeout) {
+    // Collective over MPI_COMM_WORLD: every process creates every ring, in file order.
+    for (const auto& g : job.groups) {
+      int pos = g.positionOf(rank);
+      MPI_Comm c = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, pos >= 0 ? 0 : MPI_UNDEFINED, pos, &c);
+      if (pos >= 0) rings_[g.ring_id] = MpiRing{c, g.ranks, pos, 0};
+    }
+  }
+  ~MpiComm() override {
+    for (auto& [id, r] : rings_)
+      if (r.comm != MPI_COMM_NULL) MPI_Comm_free(&r.comm);
+  }
+
+  int64_t rank() const override { return rank_; }
+
+  void allReduce(int64_t ring_id, const Tensor& in, Tensor& out, ReduceOp op, const OpDesc& d) override {
+    MpiRing& r = announce(ring_id, {CollectiveKind::AllReduce, in.dtype(), in.numel(), int64_t(op)}, in, out, d);
+    const size_t n = r.ranks.size(), bytes = in.bytes();
+    std::vector<std::byte> all(n * bytes);
+    MPI_Request req;
+    MPI_Iallgather(in.raw(), checkedCount(bytes, d), MPI_BYTE, all.data(), int(bytes), MPI_BYTE, r.comm, &req);
+    wait(req, r, ring_id, d);
+    for (size_t i = 0; i < n; ++i) reduceInto(out, all.data() + i * bytes, in.numel(), op, i == 0);
+    finishReduce(out, op, int64_t(n));
+  }
+
+  void reduceScatter(int64_t ring_id, const Tensor& in, Tensor& out, const OpDesc& d) override {
+    MpiRing& r = announce(ring_id, {CollectiveKind::ReduceScatter, in.dtype(), in.numel(), 0}, in, out, d);
+    const size_t n = r.ranks.size(), chunk = out.bytes();
+    // Member j receives chunk j of every input: then each adds its n pieces in group order.
+    std::vector<std::byte> pieces(n * chunk);
+    MPI_Request req;
+    MPI_Ialltoall(in.raw(), checkedCount(chunk, d), MPI_BYTE, pieces.data(), int(chunk), MPI_BYTE, r.comm, &req);
+    wait(req, r, ring_id, d);
+    for (size_t i = 0; i < n; ++i) reduceInto(out, pieces.data() + i * chunk, out.numel(), ReduceOp::Sum, i == 0);
+  }
+
+  void allGather(int64_t ring_id, const Tensor& in, Tensor& out, const OpDesc& d) override {
+    MpiRing& r = announce(ring_id, {CollectiveKind::AllGather, in.dtype(), in.numel(), 0}, in, out, d);
+    MPI_Request req;
+    MPI_Iallgather(in.raw(), checkedCount(in.bytes(), d), MPI_BYTE, out.raw(), int(in.bytes()), MPI_BYTE, r.comm, &req);
+    wait(req, r, ring_id, d);
+  }
+
+  void broadcast(int64_t ring_id, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) override {
+    MpiRing& r = announce(ring_id, {CollectiveKind::Broadcast, in.dtype(), in.numel(), root}, in, out, d);
+    int root_pos = -1;
+    for (size_t i = 0; i < r.ranks.size(); ++i)
+      if (r.ranks[i] == root) root_pos = int(i);
+    if (root_pos < 0) throw InputError(d.file, d.pointer, d.text() + ": root " + std::to_string(root) + " is not a member of ring " + std::to_string(ring_id));
+    if (r.position == root_pos && in.bytes()) std::memcpy(out.raw(), in.raw(), in.bytes());
+    MPI_Request req;
+    MPI_Ibcast(out.raw(), checkedCount(out.bytes(), d), MPI_BYTE, root_pos, r.comm, &req);
+    wait(req, r, ring_id, d);
+  }
+
+ private:
+  int64_t rank_;
+  std::chrono::milliseconds timeout_;
+  std::unordered_map<int64_t, MpiRing> rings_;
+
+  // Polls a request until done or the timeout; yields so oversubscribed ranks make progress.
+  void wait(MPI_Request& req, const MpiRing& r, int64_t ring_id, const OpDesc& d) {
+    const auto deadline = Clock::now() + timeout_;
+    int done = 0;
+    for (unsigned spin = 0;; ++spin) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (Clock::now() >= deadline) {
+        std::string members;
+        for (size_t i = 0; i < r.ranks.size(); ++i) members += (i ? "," : "") + std::to_string(r.ranks[i]);
+        throw InputError(d.file, d.pointer, d.text() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                                                " s on ring " + std::to_string(ring_id) + " collective #" + std::to_string(r.seq - 1) +
+                                                ": a member of ranks {" + members + "} has not issued it");
+      }
+      if (spin < 64) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  MpiRing& announce(int64_t ring_id, const CollectiveHeader& h, const Tensor& in, const Tensor& out, const OpDesc& d) {
+    auto it = rings_.find(ring_id);
+    if (it == rings_.end())
+      throw InputError(d.file, d.pointer, d.text() + ": rank " + std::to_string(rank_) + " is not a member of ring " +
+                                              std::to_string(ring_id) + " (or the ring has no process group)");
+    MpiRing& r = it->second;
+    const size_t n = r.ranks.size();
+    checkCollectiveShapes(h.kind, in, out, int64_t(n), d);
+    const uint64_t seq = r.seq++;
+    WireHeader mine = toWire(h, d);
+    std::vector<WireHeader> all(n);
+    MPI_Request req;
+    MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, r.comm, &req);
+    wait(req, r, ring_id, d);
+    // Every member compares against position 0, so all of them report the same mismatch.
+    auto desc = [&](size_t i) {
+      return OpDesc{std::string(all[i].type, strnlen(all[i].type, sizeof all[i].type)), r.ranks[i], all[i].block, all[i].index, d.file, ""};
+    };
+    for (size_t i = 1; i < n; ++i)
+      if (!fromWire(all[i]).sameAs(fromWire(all[0])))
+        throw CollectiveMismatch(d.file, d.pointer, mismatchMessage(ring_id, seq, desc(0), fromWire(all[0]), desc(i), fromWire(all[i])),
+                                 r.ranks[0]);
+    return r;
+  }
+};
+
+class WorldFactory final : public CommFactory {
+ public:
+  WorldFactory(int64_t rank, std::chrono::milliseconds timeout) : rank_(rank), timeout_(timeout) {}
+  std::unique_ptr<Communicator> make(const Job& job) override { return std::make_unique<MpiComm>(job, rank_, timeout_); }
+
+ private:
+  int64_t rank_;
+  std::chrono::milliseconds timeout_;
+};
+
+class MpiBackend final : public Backend {
+ public:
+  explicit MpiBackend(const BackendOptions& opts) : opts_(opts) {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+      MPI_Init(nullptr, nullptr);
+      owns_ = true;
+    }
+    int r = 0, s = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &s);
+    rank_ = r;
+    size_ = s;
+  }
+  ~MpiBackend() override {
+    if (owns_) MPI_Finalize();
+  }
+
+  std::string name() const override { return "mpi"; }
+
+  void checkLaunch(const Job& job) const override {
+    if (size_ == 1 && job.world_size > 1)
+      throw InputError(job.path, "/world_size", "the job has " + std::to_string(job.world_size) +
+                                                    " ranks but this process is alone in MPI_COMM_WORLD: start it with mpirun -n " +
+                                                    std::to_string(job.world_size) + " sp-opt ... --backend mpi");
+    if (size_ != job.world_size)
+      throw InputError(job.path, "/world_size", "MPI_COMM_WORLD has " + std::to_string(size_) + " processes but the job's world_size is " +
+                                                    std::to_string(job.world_size) + ": start it with mpirun -n " + std::to_string(job.world_size));
+    for (int64_t r = 0; r < job.world_size; ++r)
+      if (!job.program(r))
+        throw InputError(job.path, "/programs", "rank " + std::to_string(r) +
+                                                    " has no program; the mpi backend runs one program per process (use --backend local for a subset)");
+  }
+
+  std::vector<int64_t> hostedRanks(const std::vector<int64_t>& ranks) const override {
+    for (int64_t r : ranks)
+      if (r == rank_) return {r};
+    return {};
+  }
+
+  std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) override {
+    std::string mine;
+    bool hosted = !hostedRanks(ranks).empty();
+    if (hosted) {
+      WorldFactory comms(rank_, opts_.timeout);
+      try {
+        mine = task(rank_, comms);
+      } catch (const CollectiveMismatch& e) {
+        // Every member found it: the ring's first rank reports, the others give it time to.
+        if (e.reporter() != rank_) std::this_thread::sleep_for(std::chrono::seconds(2));
+        fail(e.what(), kExitBadInput);
+      } catch (const InputError& e) {
+        fail(e.what(), kExitBadInput);
+      } catch (const std::bad_alloc&) {
+        fail("sp-opt: out of memory (rank " + std::to_string(rank_) + ")", kExitBadInput);
+      } catch (const std::exception& e) {
+        fail(std::string("sp-opt: internal error (rank ") + std::to_string(rank_) + "): " + e.what(), 70);
+      }
+    }
+    // Gather every result on rank 0.
+    int len = int(mine.size());
+    std::vector<int> lens(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::string all;
+    if (rank_ == 0) {
+      size_t total = 0;
+      for (int i = 0; i < size_; ++i) offsets[size_t(i)] = int(total), total += size_t(lens[size_t(i)]);
+      all.resize(total);
+    }
+    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    std::map<int64_t, std::string> out;
+    if (rank_ != 0) return out;
+    for (int64_t r : ranks) out[r] = all.substr(size_t(offsets[size_t(r)]), size_t(lens[size_t(r)]));
+    return out;
+  }
+
+  bool reports() const override { return rank_ == 0; }
+
+  int agreeOnExit(int code) override {
+    int c = code;
+    MPI_Bcast(&c, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return c;
+  }
+
+ private:
+  BackendOptions opts_;
+  bool owns_ = false;
+  int64_t rank_ = 0, size_ = 1;
+
+  // A failed rank stops the whole job with its error (MPI_Abort ends every process).
+  [[noreturn]] void fail(const std::string& line, int code) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> makeMpiBackend(const BackendOptions& opts) { return std::make_unique<MpiBackend>(opts); }
+
+}  // namespace spopt::rt

@@ -1,0 +1,70 @@
+#!/bin/bash
+# Replay throughput: achieved GEMM GFLOP/s of `sp-opt replay` on a generated transformer job,
+# against the sgemm rate of the same OpenBLAS in the same binary (sp-opt replay --blas-probe),
+# and the fraction of op time spent outside GEMMs (from --trace). Prints a markdown table.
+# Usage: scripts/bench-replay.sh [SP_OPT]   (env: TP LAYERS BATCH SEQ HIDDEN HEADS REPS)
+# Uses `sp-opt gen gpt` when the binary has it (training step: forward, backward, sgd), else the
+# forward-only MLP job of scripts/testgen/tp_mlp_job.py. Not part of ctest.
+set -euo pipefail
+SP_OPT=${1:-build/sp-opt}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+TP=${TP:-2} LAYERS=${LAYERS:-4} BATCH=${BATCH:-4} SEQ=${SEQ:-128} HIDDEN=${HIDDEN:-512} HEADS=${HEADS:-8} REPS=${REPS:-3}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+"$SP_OPT" replay --blas-probe > "$tmp/probe.txt"
+core=$(awk '/^blas_core/ {print $2}' "$tmp/probe.txt")
+sgemm=$(awk '/^sgemm_gflops/ {if ($3 > m) m = $3} END {print m}' "$tmp/probe.txt")
+
+if "$SP_OPT" gen --help > /dev/null 2>&1; then
+  model="gen gpt --tp $TP --layers $LAYERS --batch $BATCH --seq $SEQ --hidden $HIDDEN --heads $HEADS --dropout 0"
+  "$SP_OPT" gen gpt --tp "$TP" --layers "$LAYERS" --batch "$BATCH" --seq "$SEQ" --hidden "$HIDDEN" --heads "$HEADS" \
+    --dropout 0 -o "$tmp/job.json" > /dev/null
+else
+  model="tp_mlp_job.py --tp $TP --layers $LAYERS --tokens $((BATCH * SEQ)) --hidden $HIDDEN (forward only; no sp-opt gen)"
+  python3 "$SRC/scripts/testgen/tp_mlp_job.py" --tp "$TP" --layers "$LAYERS" --tokens $((BATCH * SEQ)) --hidden "$HIDDEN" -o "$tmp/job.json"
+fi
+
+best=""
+for rep in $(seq "$REPS"); do
+  start=$(date +%s.%N)
+  "$SP_OPT" replay "$tmp/job.json" --trace "$tmp/trace.json" > "$tmp/out.txt"
+  wall=$(echo "$(date +%s.%N) - $start" | bc -l)
+  # The executor's time: the slowest rank (ranks run concurrently), without load and input filling.
+  run=$(awk '$1 == "rank" && $4 == "ms" {if ($3 > m) m = $3} END {print m / 1000}' "$tmp/out.txt")
+  if [ -z "$best" ] || [ "$(echo "$run < $best" | bc -l)" = 1 ]; then best=$run; best_wall=$wall; cp "$tmp/trace.json" "$tmp/best.json"; fi
+done
+
+python3 - "$tmp/job.json" "$tmp/best.json" "$best" "$sgemm" "$core" "$model" "$best_wall" <<'PY'
+import json, sys
+job, trace = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+wall, sgemm, core, model, cmd_wall = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6], float(sys.argv[7])
+def numel(s):
+    n = 1
+    for d in s: n *= d
+    return n
+flops = 0
+for p in job['programs']:
+    shapes = {v['name']: v['shape'] for b in p['blocks'] for v in b['vars']}
+    for b in p['blocks']:
+        for op in b['ops']:
+            if op['type'] not in ('matmul_v2', 'matmul_v2_grad'): continue
+            x, y = shapes[op['inputs']['X'][0]], shapes[op['inputs']['Y'][0]]
+            a = op.get('attrs', {})
+            k = x[-2] if a.get('trans_x') else x[-1]
+            m = numel(x) // k                      # rows of X over its batch dims
+            n = y[-2] if a.get('trans_y') else y[-1]
+            if len(y) > 2: n *= numel(y[:-2]) // max(1, numel(x[:-2]))  # batched Y: same batch as X
+            gemms = 1 if op['type'] == 'matmul_v2' else sum(1 for s in ('X@GRAD', 'Y@GRAD') if op['outputs'].get(s))
+            flops += 2 * m * n * k * gemms
+ev = [e for e in trace['traceEvents'] if e['ph'] == 'X']
+total = sum(e['dur'] for e in ev)
+gemm = sum(e['dur'] for e in ev if e['name'].startswith('matmul_v2'))
+ranks = len(job['programs'])
+ops = sum(len(b['ops']) for p in job['programs'] for b in p['blocks'])
+print(f"model: {model}")
+print(f"OpenBLAS core: {core} (openblas_get_corename); OPENBLAS_CORETYPE={__import__('os').environ.get('OPENBLAS_CORETYPE', 'unset')}")
+print()
+print("| ranks | ops | GEMM GFLOP | executor s (slowest rank) | command s | achieved GFLOP/s | sgemm probe GFLOP/s | of probe | op time outside GEMMs |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print(f"| {ranks} | {ops} | {flops/1e9:.2f} | {wall:.3f} | {cmd_wall:.3f} | {flops/1e9/wall:.1f} | {sgemm:.1f} | {flops/1e9/wall/sgemm*100:.0f}% | {(1-gemm/total)*100 if total else 0:.0f}% |")
+PY

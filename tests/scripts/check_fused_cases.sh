@@ -1,0 +1,26 @@
+#!/bin/bash
+# `sp-opt check` must pass on every fused testdata case: each golden case holding an input job
+# (in.json) and the rewrite's expected output (expected/out.json) is replayed before and after
+# on the same inputs. Cases replay cannot run (unknown -1 dims, exit 2) are listed, not failed.
+# Plus the deliberately wrong rewrite (a reduce-scatter handing rank 0 chunk 1) must fail.
+set -u
+SP_OPT=$1 SRC=$2
+pass=0 skipped=0 fail=0
+for case in "$SRC"/testdata/golden/*/; do
+  [ -f "$case/in.json" ] && [ -f "$case/expected/out.json" ] || continue
+  name=$(basename "$case")
+  out=$("$SP_OPT" check "$case/in.json" "$case/expected/out.json" 2>&1); rc=$?
+  if [ $rc -eq 0 ]; then
+    pass=$((pass + 1))
+  elif [ $rc -eq 2 ] && echo "$out" | grep -q "unknown (-1) dim"; then
+    echo "skip $name: $out"; skipped=$((skipped + 1))
+  else
+    echo "FAIL $name (exit $rc):"; echo "$out"; fail=$((fail + 1))
+  fi
+done
+"$SP_OPT" check "$SRC/testdata/jobs/hand_tp2_legacy.json" "$SRC/testdata/jobs/hand_tp2_wrong_chunk.json" > /dev/null 2>&1
+rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: the wrong-chunk rewrite passed check (exit $rc)"; fail=$((fail + 1)); }
+echo "check_fused_cases: $pass fused cases pass, $skipped skipped, $fail failed"
+[ $pass -gt 0 ] || { echo "no fused case found"; exit 1; }
+[ $fail -eq 0 ]

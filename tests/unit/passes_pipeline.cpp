@@ -1,0 +1,105 @@
+// The textual pipeline parser: syntax, typed options, defaults, and the exit-2 messages.
+#include <catch2/catch.hpp>
+
+#include "passes/pipeline.h"
+#include "support/error.h"
+
+using namespace spopt;
+
+namespace {
+
+class NoopPass : public Pass {
+ public:
+  void run(Job&, PassContext&) override {}
+};
+
+PassRegistry testRegistry() {
+  PassRegistry r;
+  r.add({"alpha", "first test pass",
+         {{"flag", OptionKind::Bool, "false", "a bool"},
+          {"count", OptionKind::Int, "3", "an int"},
+          {"label", OptionKind::String, "none", "a string"},
+          {"secret", OptionKind::Bool, "false", "hidden", true}},
+         [](const OptionValues&) { return std::make_unique<NoopPass>(); }});
+  r.add({"beta-2", "second test pass", {}, [](const OptionValues&) { return std::make_unique<NoopPass>(); }});
+  return r;
+}
+
+std::string errorOf(std::string_view text) {
+  auto reg = testRegistry();
+  try {
+    parsePipeline(text, reg);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("empty text is the empty pipeline", "[passes][pipeline]") {
+  auto reg = testRegistry();
+  CHECK(parsePipeline("", reg).empty());
+  CHECK(parsePipeline("  ", reg).empty());
+}
+
+TEST_CASE("passes in order with defaults filled in", "[passes][pipeline]") {
+  auto reg = testRegistry();
+  auto p = parsePipeline("beta-2, alpha ,beta-2", reg);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].info->name == "beta-2");
+  CHECK(p[1].info->name == "alpha");
+  CHECK(p[2].info->name == "beta-2");
+  CHECK(p[1].options.getBool("flag") == false);
+  CHECK(p[1].options.getInt("count") == 3);
+  CHECK(p[1].options.getString("label") == "none");
+  CHECK(pipelineText(p) == "beta-2,alpha,beta-2");
+}
+
+TEST_CASE("typed options", "[passes][pipeline]") {
+  auto reg = testRegistry();
+  auto p = parsePipeline("alpha{flag=true, count=-12,label=x y},beta-2,alpha{flag=0}", reg);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].options.getBool("flag"));
+  CHECK(p[0].options.getInt("count") == -12);
+  CHECK(p[0].options.getString("label") == "x y");
+  CHECK_FALSE(p[2].options.getBool("flag"));
+  CHECK(p[2].options.getInt("count") == 3);
+  CHECK(pipelineText(p) == "alpha{flag=true,count=-12,label=x y},beta-2,alpha{flag=0}");
+  // Hidden options parse like any other.
+  CHECK(parsePipeline("alpha{secret=true}", reg)[0].options.getBool("secret"));
+  // Empty braces are allowed.
+  CHECK(parsePipeline("alpha{}", reg).size() == 1);
+}
+
+TEST_CASE("unknown passes and options list the valid names", "[passes][pipeline]") {
+  CHECK(errorOf("alpha,gamma") == "--passes: unknown pass \"gamma\"; valid passes: alpha, beta-2");
+  CHECK(errorOf("alpha{nope=1}") == "--passes: pass alpha has no option \"nope\"; valid options: flag, count, label");
+  CHECK(errorOf("beta-2{x=1}") == "--passes: pass beta-2 has no option \"x\"; valid options: (none)");
+}
+
+TEST_CASE("bad option values", "[passes][pipeline]") {
+  CHECK(errorOf("alpha{flag=yes}") == "--passes: option flag of pass alpha takes true or false, got \"yes\"");
+  CHECK(errorOf("alpha{count=1.5}") == "--passes: option count of pass alpha takes an integer, got \"1.5\"");
+  CHECK(errorOf("alpha{count=}") == "--passes: option count of pass alpha takes an integer, got \"\"");
+  CHECK(errorOf("alpha{count=99999999999999999999}").find("takes an integer") != std::string::npos);
+  CHECK(errorOf("alpha{flag}") == "--passes: option flag of pass alpha needs a value (flag=...)");
+  CHECK(errorOf("alpha{flag=true,flag=false}") == "--passes: option flag of pass alpha is given twice");
+}
+
+TEST_CASE("syntax errors", "[passes][pipeline]") {
+  CHECK(errorOf("alpha,,beta-2").find("empty pass name") != std::string::npos);
+  CHECK(errorOf("alpha,").find("empty pass name") != std::string::npos);
+  CHECK(errorOf("alpha{flag=true").find("missing '}'") != std::string::npos);
+  CHECK(errorOf("alpha}").find("'}' without '{'") != std::string::npos);
+  CHECK(errorOf("alpha{flag={x}}").find("'{' inside options") != std::string::npos);
+  CHECK(errorOf("alpha{flag=true}x").find("text after '}'") != std::string::npos);
+  CHECK(errorOf("alpha{flag=true}{count=1}").find("two option lists") != std::string::npos);
+  CHECK(errorOf("Alpha").find("bad pass name \"Alpha\"; valid passes: alpha, beta-2") != std::string::npos);
+}
+
+TEST_CASE("the default pipeline parses against the built-in registry", "[passes][pipeline]") {
+  auto p = parsePipeline(kDefaultPipeline, PassRegistry::builtin());
+  REQUIRE_FALSE(p.empty());
+  CHECK(pipelineText(p) == kDefaultPipeline);
+}

@@ -1,0 +1,113 @@
+// Input filling: every sharded input is the rank's slice of ONE global tensor (the rule in
+// lib/runtime/inputs.h), replicated inputs agree on every rank, parameters are scaled.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "io/loader.h"
+#include "runtime/inputs.h"
+#include "support/error.h"
+
+using namespace spopt;
+using namespace spopt::rt;
+
+namespace {
+
+// A one-rank job declaring `vars_json` in block 0 of rank `rank`'s program.
+std::unique_ptr<Job> jobWithVars(const std::string& vars_json, int64_t world = 4, int64_t rank = 0) {
+  std::string text = R"({"format":"sp-opt.program","version":1,"world_size":)" + std::to_string(world) +
+                     R"(,"process_groups":[],"programs":[{"rank":)" + std::to_string(rank) +
+                     R"(,"blocks":[{"idx":0,"parent_idx":-1,"vars":[)" + vars_json + R"(],"ops":[]}]}]})";
+  return loadJobFromText(text, "t.json");
+}
+
+const Var& var0(const Job& j) { return *j.programs[0]->blocks[0]->vars[0]; }
+
+}  // namespace
+
+TEST_CASE("elementUniform is in [-1, 1), depends on seed, name and index", "[runtime][inputs]") {
+  double lo = 1, hi = -1;
+  for (uint64_t g = 0; g < 20000; ++g) {
+    double u = elementUniform(7, "x", g);
+    REQUIRE(u >= -1.0);
+    REQUIRE(u < 1.0);
+    lo = std::min(lo, u), hi = std::max(hi, u);
+  }
+  CHECK(lo < -0.99);
+  CHECK(hi > 0.99);
+  CHECK(elementUniform(7, "x", 3) != elementUniform(8, "x", 3));
+  CHECK(elementUniform(7, "x", 3) != elementUniform(7, "y", 3));
+  CHECK(elementUniform(7, "x", 3) != elementUniform(7, "x", 4));
+}
+
+TEST_CASE("a var sharded on a 1-d mesh is its rank's rows of the global tensor", "[runtime][inputs]") {
+  auto global = jobWithVars(R"({"name":"x","shape":[8,3],"dtype":"float32"})");
+  Tensor g = fillInput(var0(*global), 0, 42);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    auto sharded = jobWithVars(R"({"name":"x","shape":[2,3],"dtype":"float32","dist_attr":{"process_mesh":{"shape":[4],"process_ids":[0,1,2,3]},"dims_mapping":[0,-1]}})",
+                               4, rank);
+    Tensor t = fillInput(var0(*sharded), rank, 42);
+    REQUIRE(std::memcmp(t.raw(), g.data<float>() + rank * 6, 6 * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("a var sharded on a 2-d mesh with permuted process ids", "[runtime][inputs]") {
+  // Mesh [2,2] holding processes [3,1,0,2]: rank 0 is at index 2 = coordinate (1,0).
+  // dims_mapping [1,0]: tensor dim 0 split by mesh dim 1, dim 1 by mesh dim 0. Local [2,3], global [4,6].
+  auto global = jobWithVars(R"({"name":"h","shape":[4,6],"dtype":"float64"})");
+  Tensor g = fillInput(var0(*global), 0, 1);
+  const int64_t ids[4] = {3, 1, 0, 2};
+  for (int64_t index = 0; index < 4; ++index) {
+    int64_t rank = ids[index], c0 = index / 2, c1 = index % 2;
+    auto sharded = jobWithVars(R"({"name":"h","shape":[2,3],"dtype":"float64","dist_attr":{"process_mesh":{"shape":[2,2],"process_ids":[3,1,0,2]},"dims_mapping":[1,0]}})",
+                               4, rank);
+    ShardLayout l = shardLayout(var0(*sharded), rank);
+    CHECK(l.global_shape == std::vector<int64_t>{4, 6});
+    CHECK(l.offset == std::vector<int64_t>{c1 * 2, c0 * 3});
+    Tensor t = fillInput(var0(*sharded), rank, 1);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j) REQUIRE(t.data<double>()[i * 3 + j] == g.data<double>()[(c1 * 2 + i) * 6 + c0 * 3 + j]);
+  }
+}
+
+TEST_CASE("replicated vars are equal on every rank; dims_mapping all -1 is replicated", "[runtime][inputs]") {
+  auto plain = jobWithVars(R"({"name":"r","shape":[5],"dtype":"float32"})");
+  auto mapped = jobWithVars(R"({"name":"r","shape":[5],"dtype":"float32","dist_attr":{"process_mesh":{"shape":[2],"process_ids":[0,1]},"dims_mapping":[-1]}})", 2, 1);
+  Tensor a = fillInput(var0(*plain), 0, 3), b = fillInput(var0(*plain), 3, 3), c = fillInput(var0(*mapped), 1, 3);
+  CHECK(std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
+  CHECK(std::memcmp(a.raw(), c.raw(), a.bytes()) == 0);
+}
+
+TEST_CASE("persistable vars are scaled by 1/sqrt(global last dim); ints and bools", "[runtime][inputs]") {
+  auto data = jobWithVars(R"({"name":"w","shape":[3,16],"dtype":"float64"})");
+  auto param = jobWithVars(R"({"name":"w","shape":[3,4],"dtype":"float64","persistable":true,"dist_attr":{"process_mesh":{"shape":[4],"process_ids":[0,1,2,3]},"dims_mapping":[-1,0]}})");
+  Tensor d = fillInput(var0(*data), 0, 0), p = fillInput(var0(*param), 0, 0);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j) REQUIRE(p.data<double>()[i * 4 + j] == Approx(d.data<double>()[i * 16 + j] / 4.0));
+  auto ints = jobWithVars(R"({"name":"ids","shape":[100],"dtype":"int64"},{"name":"m","shape":[100],"dtype":"bool"})");
+  Tensor t = fillInput(var0(*ints), 0, 0);
+  for (int64_t i = 0; i < 100; ++i) REQUIRE((t.data<int64_t>()[i] >= 0 && t.data<int64_t>()[i] < 8));
+  Tensor m = fillInput(*ints->programs[0]->blocks[0]->vars[1], 0, 0);
+  int ones = 0;
+  for (int64_t i = 0; i < 100; ++i) ones += m.data<uint8_t>()[i];
+  CHECK((ones > 20 && ones < 80));
+}
+
+TEST_CASE("a rank outside the var's mesh or a bad dims_mapping is bad input", "[runtime][inputs]") {
+  auto outside = jobWithVars(R"({"name":"x","shape":[2],"dtype":"float32","dist_attr":{"process_mesh":{"shape":[2],"process_ids":[1,2]},"dims_mapping":[0]}})");
+  CHECK_THROWS_WITH(fillInput(var0(*outside), 0, 0), Catch::Contains("rank 0 is not in the var's process_mesh"));
+  auto bad = jobWithVars(R"({"name":"x","shape":[2,2],"dtype":"float32","dist_attr":{"process_mesh":{"shape":[2],"process_ids":[0,1]},"dims_mapping":[0]}})");
+  CHECK_THROWS_AS(fillInput(var0(*bad), 0, 0), InputError);
+}
+
+TEST_CASE("sliceGlobal copies the rank's block and converts dtypes", "[runtime][inputs]") {
+  Tensor g(DType::Float64, {4, 4});
+  for (int i = 0; i < 16; ++i) g.data<double>()[i] = i;
+  Tensor t = sliceGlobal(g, ShardLayout{{4, 4}, {2, 2}}, {2, 2}, DType::Float32);
+  CHECK(t.data<float>()[0] == 10.0f);
+  CHECK(t.data<float>()[1] == 11.0f);
+  CHECK(t.data<float>()[2] == 14.0f);
+  CHECK(t.data<float>()[3] == 15.0f);
+}
