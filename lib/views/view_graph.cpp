@@ -98,7 +98,7 @@ class Builder {
   void addEdge(uint32_t from, uint32_t to, const Var* v, uint8_t side) {
     auto [it, fresh] = edge_index_.try_emplace(EdgeKey{from, to, v->name}, static_cast<uint32_t>(g_.edges.size()));
     if (fresh) {
-      g_.edges.push_back({from, to, v, ViewStatus::Unchanged});
+      g_.edges.push_back({from, to, v, ViewStatus::Unchanged, 0});
       edge_sides_.push_back(0);
     } else if (side == kAfter) {
       g_.edges[it->second].var = v;  // label with the AFTER var
@@ -219,12 +219,20 @@ void contract(ViewGraph& g, UnionFind& groups, size_t min_ops, const std::vector
     }
     new_id[v] = new_id[key];
   }
-  std::unordered_map<EdgeKey, bool, EdgeKeyHash> seen;
+  // Edges into or out of a folded node are bundled per node pair and status ("y +3 vars"): a
+  // folded region often passes many vars to the next, and one arrow per var buries the picture.
+  std::unordered_map<EdgeKey, uint32_t, EdgeKeyHash> seen;
+  static const std::string_view kStatusKey[] = {"=", "~", "+", "-"};
   for (const ViewEdge& e : g.edges) {
     uint32_t from = new_id[e.from], to = new_id[e.to];
     if (from == kNone || to == kNone || from == to) continue;
-    if (!seen.try_emplace(EdgeKey{from, to, e.var->name}, true).second) continue;
-    out.edges.push_back({from, to, e.var, e.status});
+    bool bundle = out.nodes[from].kind == ViewNode::Folded || out.nodes[to].kind == ViewNode::Folded;
+    std::string_view key = bundle ? kStatusKey[static_cast<int>(e.status)] : e.var->name;
+    auto [it, fresh] = seen.try_emplace(EdgeKey{from, to, key}, static_cast<uint32_t>(out.edges.size()));
+    if (fresh)
+      out.edges.push_back({from, to, e.var, e.status, 0});
+    else if (bundle && out.edges[it->second].var->name != e.var->name)
+      ++out.edges[it->second].more_vars;
   }
   g = std::move(out);
 }
@@ -262,10 +270,12 @@ void foldUnchangedChains(ViewGraph& g, size_t min_ops) {
 
 namespace {
 
-void dropInputsOfUnchangedOps(ViewGraph& g) {
+// Drops the program-input nodes none of whose edges `shows`, with their edges.
+template <typename ShowsFn>
+void dropInputs(ViewGraph& g, ShowsFn shows) {
   std::vector<bool> needed(g.nodes.size(), false);
   for (const ViewEdge& e : g.edges)
-    if (e.status != ViewStatus::Unchanged || g.nodes[e.to].status != ViewStatus::Unchanged) needed[e.from] = true;
+    if (shows(e)) needed[e.from] = true;
   std::vector<uint32_t> new_id(g.nodes.size());
   std::vector<ViewNode> nodes;
   for (uint32_t v = 0; v < g.nodes.size(); ++v) {
@@ -327,6 +337,8 @@ void foldAllButCollectives(ViewGraph& g) {
   std::vector<bool> keep(g.nodes.size(), false);
   for (uint32_t v = 0; v < g.nodes.size(); ++v) keep[v] = isOp(g.nodes[v]) && isCollective(*g.nodes[v].op);
   foldRegions(g, keep, 2);
+  // Parameters and other inputs of the compute say nothing about communication.
+  dropInputs(g, [&](const ViewEdge& e) { return g.nodes[e.to].kind == ViewNode::OpNode && isCollective(*g.nodes[e.to].op); });
 }
 
 void foldAwayFromChanges(ViewGraph& g, size_t context, size_t min_ops) {
@@ -368,7 +380,9 @@ void foldAwayFromChanges(ViewGraph& g, size_t context, size_t min_ops) {
   for (uint32_t v = 0; v < n; ++v) keep[v] = isOp(g.nodes[v]) && hops[v] != UINT32_MAX;
   foldRegions(g, keep, min_ops);
   // Program inputs (parameters, the learning rate...) of unchanged ops only add long edges.
-  dropInputsOfUnchangedOps(g);
+  dropInputs(g, [&](const ViewEdge& e) {
+    return e.status != ViewStatus::Unchanged || g.nodes[e.to].status != ViewStatus::Unchanged;
+  });
 }
 
 }  // namespace spopt

@@ -30,6 +30,7 @@ struct ViewEdge {
   uint32_t from = 0, to = 0;
   const Var* var = nullptr;  // for the label (the AFTER var when it exists on both sides)
   ViewStatus status = ViewStatus::Unchanged;
+  size_t more_vars = 0;      // an edge of a folded node stands for this many more vars
 };
 
 struct ViewGraph {

@@ -172,3 +172,20 @@ TEST_CASE("folded regions of a diff name the collectives they hide", "[views][gr
   CHECK(folded == 1);
   CHECK(graphToDot(g, "t").find("(1 collective)") != std::string::npos);
 }
+
+TEST_CASE("edges of a folded node are bundled per neighbour", "[views][graph]") {
+  std::string vars = join({var("a"), var("b"), var("c"), var("d"), var("e")});
+  auto ops = [](const char* axis) {
+    return join({op("relu", "a", "b"), op("relu", "b", "c"), op("gelu", "b", "d"),
+                 op("concat", "c,d", "e", std::string(R"({"axis":)") + axis + "}")});
+  };
+  auto before = makeJob({{vars, ops("0")}});
+  auto after = makeJob({{vars, ops("1")}});
+  JobDiff d = diffJobs(*before, *after);
+  ViewGraph g = buildDiffGraph(d.ranks[0], false);
+  foldAwayFromChanges(g, 0, 2);
+  REQUIRE(countKind(g, ViewNode::Folded) == 1);
+  REQUIRE(g.edges.size() == 1);  // c and d, from the folded region to concat
+  CHECK(g.edges[0].more_vars == 1);
+  CHECK(graphToDot(g, "t").find("+1 more var\"") != std::string::npos);
+}
