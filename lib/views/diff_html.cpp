@@ -59,7 +59,7 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const Gra
   out += "</ul>\n";
 
   out += "<h2>Rank " + std::to_string(drawn.rank) + " data flow</h2>\n";
-  if (diff.ranks.size() > 1)
+  if (diff.ranks.size() > 1 && !diff.same())
     out += "<p class=\"fit\">The first rank that differs; <code>--rank R</code> draws another.</p>\n";
   out += graphLegend(true);
   out += graphSection(graph);
