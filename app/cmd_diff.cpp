@@ -11,7 +11,7 @@
 
 #include "analysis/job_diff.h"
 #include "command.h"
-#include "io/atomic_file.h"
+#include "write_output.h"
 #include "io/loader.h"
 #include "support/error.h"
 #include "views/diff_html.h"
@@ -81,9 +81,7 @@ int runDiff(const Options& o) {
     text = o.format == "dot" ? drawing.dot : renderDiffHtml(diff, r, drawing);
   }
   spdlog::debug("rendered {} in {:.3f} s", o.format, lap());
-  AtomicFile out(o.output);
-  out.write(text);
-  out.commit();
+  writeOutput(o.output, text);
   return diff.same() ? kExitOk : kExitDiffers;
 }
 
