@@ -1,5 +1,7 @@
 #include "io/atomic_file.h"
 
+#include "support/error.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +12,9 @@
 
 namespace spopt {
 
-static std::runtime_error ioError(const std::string& what, const std::string& path) {
-  return std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
+// An output that cannot be written is trouble for the user to fix (exit 2), not an internal error.
+static InputError ioError(const std::string& what, const std::string& path) {
+  return InputError(path, "", what + ": " + std::strerror(errno));
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {

@@ -17,7 +17,7 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(std::string_view data);
-  void commit();  // throws std::runtime_error on I/O failure (temp file removed)
+  void commit();  // throws InputError on I/O failure (temp file removed)
   const std::string& path() const { return path_; }
 
  private:
