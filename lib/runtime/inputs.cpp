@@ -10,22 +10,6 @@
 
 namespace spopt::rt {
 
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 double elementUniform(uint64_t seed, std::string_view name, uint64_t global_index) {
   uint64_t h = splitmix64(seed ^ fnv1a64(name));
   uint64_t x = splitmix64(h + global_index);
@@ -134,15 +118,6 @@ Tensor fillInput(const Var& var, int64_t rank, uint64_t seed) {
 }
 
 namespace {
-double loadAsDouble(const Tensor& t, int64_t i) {
-  switch (t.storage()) {
-    case Storage::F32: return t.data<float>()[i];
-    case Storage::F64: return t.data<double>()[i];
-    case Storage::I64: return double(t.data<int64_t>()[i]);
-    case Storage::U8: return t.data<uint8_t>()[i];
-  }
-  return 0;
-}
 }  // namespace
 
 Tensor sliceGlobal(const Tensor& global, const ShardLayout& layout, const std::vector<int64_t>& local_shape, DType dtype) {
@@ -156,7 +131,7 @@ Tensor sliceGlobal(const Tensor& global, const ShardLayout& layout, const std::v
       std::memcpy(dst + size_t(i) * esz, src + size_t(g) * esz, esz);
       return;
     }
-    double v = loadAsDouble(global, g);
+    double v = global.valueAt(g);
     switch (t.storage()) {
       case Storage::F32: t.data<float>()[i] = float(v); break;
       case Storage::F64: t.data<double>()[i] = v; break;

@@ -22,10 +22,10 @@
 #include "ir/ir.h"
 #include "runtime/tensor.h"
 
+#include "support/hash.h"
+
 namespace spopt::rt {
 
-uint64_t fnv1a64(std::string_view s);
-uint64_t splitmix64(uint64_t x);
 double elementUniform(uint64_t seed, std::string_view name, uint64_t global_index);
 
 // Where a rank's local tensor of `var` lies in its global tensor.

@@ -15,16 +15,6 @@
 namespace spopt::rt {
 namespace {
 
-double valueAt(const Tensor& t, int64_t i) {
-  switch (t.storage()) {
-    case Storage::F32: return t.data<float>()[i];
-    case Storage::F64: return t.data<double>()[i];
-    case Storage::I64: return double(t.data<int64_t>()[i]);
-    case Storage::U8: return t.data<uint8_t>()[i];
-  }
-  return 0;
-}
-
 std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -65,7 +55,7 @@ nlohmann::ordered_json summarize(const std::string& name, const Tensor& t) {
   double mn = std::numeric_limits<double>::infinity(), mx = -mn, sum = 0;
   int64_t nan = 0, inf = 0, finite = 0;
   for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = valueAt(t, i);
+    double v = t.valueAt(i);
     if (std::isnan(v)) ++nan;
     else if (std::isinf(v)) ++inf;
     else {
@@ -115,7 +105,7 @@ nlohmann::ordered_json compareTensors(const std::string& name, const Tensor& bef
   double max_abs = 0, diff2 = 0, ref2 = 0;
   int64_t nonfinite_a = 0, nonfinite_b = 0, nonfinite_mismatch = 0, first = -1, argmax = -1;
   for (int64_t i = 0; i < before.numel(); ++i) {
-    double b = valueAt(before, i), a = valueAt(after, i);
+    double b = before.valueAt(i), a = after.valueAt(i);
     bool fa = std::isfinite(a), fb = std::isfinite(b);
     nonfinite_a += !fa;
     nonfinite_b += !fb;
@@ -145,7 +135,7 @@ nlohmann::ordered_json compareTensors(const std::string& name, const Tensor& bef
   bool ok = nonfinite_mismatch == 0 && (rel <= tol.rtol || max_abs <= tol.atol);
   if (!ok) {
     int64_t at = first >= 0 ? first : argmax;
-    if (at >= 0) r["first"] = {{"index", at}, {"before", jnum(valueAt(before, at))}, {"after", jnum(valueAt(after, at))}};
+    if (at >= 0) r["first"] = {{"index", at}, {"before", jnum(before.valueAt(at))}, {"after", jnum(after.valueAt(at))}};
   }
   return finish(ok, nonfinite_mismatch ? std::to_string(nonfinite_mismatch) + " NaN/Inf values differ" : ok ? "" : "values differ");
 }

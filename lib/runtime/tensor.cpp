@@ -57,6 +57,16 @@ Tensor Tensor::clone() const {
   return t;
 }
 
+double Tensor::valueAt(int64_t i) const {
+  switch (storage()) {
+    case Storage::F32: return data<float>()[i];
+    case Storage::F64: return data<double>()[i];
+    case Storage::I64: return double(data<int64_t>()[i]);
+    case Storage::U8: return data<uint8_t>()[i];
+  }
+  return 0;
+}
+
 void Tensor::checkStorage(Storage s) const {
   if (s != storage()) throw std::logic_error("tensor accessed with the wrong element type");
 }

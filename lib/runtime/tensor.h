@@ -30,6 +30,8 @@ class Tensor {
   // Typed access; T must match storage() (float, double, int64_t, uint8_t), else std::logic_error.
   template <typename T> T* data();
   template <typename T> const T* data() const;
+  // Element i as a double, whatever the storage (for reports, comparisons and slicing).
+  double valueAt(int64_t i) const;
   void* raw() { return buf_.get(); }
   const void* raw() const { return buf_.get(); }
 

@@ -19,25 +19,14 @@
 #include <string>
 
 #include "runtime/kernels/kernel_util.h"
+#include "support/hash.h"
 #include "runtime/kernels/registry.h"
 
 namespace spopt::rt {
 namespace {
 
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 0xCBF29CE484222325ULL;
-  for (unsigned char ch : s) {
-    h ^= ch;
-    h *= 0x100000001B3ULL;
-  }
-  return h;
-}
+using spopt::fnv1a64;
+constexpr uint64_t mix(uint64_t z) { return mix64(z); }
 
 struct DropoutAttrs {
   double p;

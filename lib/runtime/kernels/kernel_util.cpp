@@ -137,14 +137,4 @@ void copyTensor(const KernelContext& c, const Tensor& from, std::string_view fro
   if (to.raw() != from.raw() && from.bytes()) std::memcpy(to.raw(), from.raw(), from.bytes());
 }
 
-double scalarAt(const Tensor& t, int64_t i) {
-  switch (t.storage()) {
-    case Storage::F32: return t.data<float>()[i];
-    case Storage::F64: return t.data<double>()[i];
-    case Storage::I64: return double(t.data<int64_t>()[i]);
-    case Storage::U8: return t.data<uint8_t>()[i];
-  }
-  return 0;
-}
-
 }  // namespace spopt::rt

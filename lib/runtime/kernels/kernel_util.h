@@ -48,7 +48,7 @@ void copyTensor(const KernelContext& c, const Tensor& from, std::string_view fro
                 std::string_view to_name);
 
 // Element i of a floating or integer tensor as a double (for scalars such as a learning rate).
-double scalarAt(const Tensor& t, int64_t i = 0);
+inline double scalarAt(const Tensor& t, int64_t i = 0) { return t.valueAt(i); }
 
 // Calls f(float{}) or f(double{}) by the storage of a floating tensor.
 template <typename F>
