@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <atomic>
+#include <cstring>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -77,7 +78,11 @@ class Loader {
   const std::vector<Field>* last_layout_ = nullptr;
   od::parser parser_;
   simdjson::dom::parser validator_;
-  std::vector<PathStep> path_;
+  // The JSON pointer of what is being parsed, built only when reporting an error. The format's
+  // nesting is fixed (unknown values are taken whole), so a small array suffices.
+  static constexpr size_t kMaxPath = 16;
+  PathStep path_[kMaxPath];
+  size_t depth_ = 0;
 
   // On-demand parsing stops at the root object's closing brace; anything after it but
   // whitespace is an error (two concatenated documents, garbage appended by a crashed writer).
@@ -99,7 +104,8 @@ class Loader {
   // ---- errors -------------------------------------------------------------------------------
   std::string pointer() const {
     std::string p;
-    for (const auto& s : path_) {
+    for (size_t d = 0; d < depth_; ++d) {
+      const PathStep& s = path_[d];
       p += '/';
       if (s.index >= 0)
         p += std::to_string(s.index);
@@ -121,9 +127,9 @@ class Loader {
   }
   struct Scope {
     Loader& l;
-    Scope(Loader& l, std::string_view key) : l(l) { l.path_.push_back({key, -1}); }
-    Scope(Loader& l, int64_t index) : l(l) { l.path_.push_back({{}, index}); }
-    ~Scope() { l.path_.pop_back(); }
+    Scope(Loader& l, std::string_view key) : l(l) { l.path_[l.depth_++] = {key, -1}; }
+    Scope(Loader& l, int64_t index) : l(l) { l.path_[l.depth_++] = {{}, index}; }
+    ~Scope() { --l.depth_; }
   };
 
   std::string_view store(std::string_view text) {
@@ -636,9 +642,15 @@ class TopLevelScanner {
     return i;
   }
   size_t str(size_t i) const {  // at '"': index after the closing quote
-    for (++i; i < t_.size(); ++i) {
-      if (t_[i] == '\\') ++i;
-      else if (t_[i] == '"') return i + 1;
+    const char* base = t_.data();
+    for (++i; i < t_.size();) {
+      const void* q = std::memchr(base + i, '"', t_.size() - i);  // SIMD: strings are most bytes
+      if (!q) return kBad;
+      size_t j = size_t(static_cast<const char*>(q) - base);
+      size_t slashes = 0;
+      while (j - slashes > i && base[j - slashes - 1] == '\\') ++slashes;
+      if (slashes % 2 == 0) return j + 1;
+      i = j + 1;
     }
     return kBad;
   }
