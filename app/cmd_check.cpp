@@ -58,15 +58,8 @@ int runCheck(const Options& o) {
     rt::Tolerance tol{o.rtol, o.atol};
 
     auto results = backend->run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
-      rt::RankRun b, a;
-      {
-        auto comm = comms.make(*before);
-        b = rt::executeProgram(*before->program(rank), *comm, eo);
-      }
-      {
-        auto comm = comms.make(*after);
-        a = rt::executeProgram(*after->program(rank), *comm, eo);
-      }
+      rt::RankRun b = comms.execute(*before, rank, eo);
+      rt::RankRun a = comms.execute(*after, rank, eo);
       nlohmann::ordered_json rows = nlohmann::ordered_json::array();
       for (const auto& [name, tb] : b.kept)
         for (const auto& [name_a, ta] : a.kept)
@@ -121,7 +114,7 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        auto o = std::make_shared<Options>();
                        sub.add_option("before", o->before, "The original job (the reference)")->required();
                        sub.add_option("after", o->after, "The rewritten job")->required();
-                       sub.add_option("--backend", o->backend, "local (threads) or mpi (under mpirun)")->capture_default_str();
+                       sub.add_option("--backend", o->backend, "local (threads), mpi (under mpirun) or nccl (GPUs)")->capture_default_str();
                        sub.add_option("--seed", o->seed, "Seed of the generated inputs")->capture_default_str();
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();

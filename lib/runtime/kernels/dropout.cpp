@@ -18,17 +18,12 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/kernels/dropout_hash.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 
 namespace spopt::rt {
 namespace {
-
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 uint64_t fnv1a64(std::string_view s) {
   uint64_t h = 0xCBF29CE484222325ULL;
@@ -92,7 +87,7 @@ void dropout(KernelContext& c) {
   const Slot* mask_slot = c.op.output("Mask");
   std::string_view mask_name = mask_slot && !mask_slot->args.empty() ? mask_slot->args[0].name : std::string_view();
   uint64_t op_seed = uint64_t(intAttr(c, "seed", 0));
-  uint64_t stream = mix(mix(mix(mix(c.seed) ^ op_seed) ^ fnv1a64(mask_name)) ^ uint64_t(c.rank));
+  uint64_t stream = dropout_hash::stream(c.seed, op_seed, fnv1a64(mask_name), uint64_t(c.rank));
   // keep iff u >= p, i.e. the 53-bit draw >= ceil(p * 2^53) (p = 1 drops all, p = 0 keeps all).
   const uint64_t threshold = uint64_t(std::ceil(a.p * 9007199254740992.0));
   double s = keptScale(a);
@@ -102,8 +97,7 @@ void dropout(KernelContext& c) {
     T* o = out.data<T>();
     uint8_t* m = mask ? mask->data<uint8_t>() : nullptr;
     for (int64_t i = 0; i < n; ++i) {
-      uint64_t bits = mix(stream + uint64_t(i + 1) * 0x9E3779B97F4A7C15ULL) >> 11;
-      bool keep = bits >= threshold;
+      bool keep = dropout_hash::keep(stream, i, threshold);
       o[i] = keep ? T(s) * xp[i] : T(0);
       if (m) m[i] = keep ? 1 : 0;
     }
