@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   }
   footer += "\nExit codes: 0 ok, 1 differs/fails a check, 2 bad input, 3 a pass broke an invariant.";
   cli.footer(footer);
+  // Usage errors are bad input: one line, like every other error.
+  cli.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("sp-opt: ") + e.what() + " (see sp-opt --help)\n";
+  });
 
   try {
     cli.parse(argc, argv);

@@ -75,12 +75,12 @@ void compareSlots(Changes& out, std::string_view prefix, const std::vector<Slot>
 // Members compared by key, values by their compact text (so 1 and 1.0 differ, as the format keeps them apart).
 void compareObjects(Changes& out, std::string_view prefix, const JsonObject& before, const JsonObject& after) {
   auto path = [&](std::string_view key) { return std::string(prefix) + "." + std::string(key); };
-  for (const Member& m : before.members) {
+  for (const Member& m : before.items()) {
     const std::string_view* a = after.find(m.key);
     if (a && *a == m.raw) continue;  // the common case, without building strings
     note(out, path(m.key), compactJson(m.raw), a ? MaybeText(compactJson(*a)) : std::nullopt);
   }
-  for (const Member& m : after.members)
+  for (const Member& m : after.items())
     if (!before.has(m.key)) note(out, path(m.key), std::nullopt, compactJson(m.raw));
 }
 

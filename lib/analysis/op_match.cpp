@@ -36,7 +36,7 @@ std::string matchKey(const Op& op, KeyKind kind) {
   key += ' ';
   appendName(key, op.type);
   if (kind == KeyKind::Attrs) {
-    for (const Member& m : op.attrs.members) {
+    for (const Member& m : op.attrs.items()) {
       appendName(key, m.key);
       appendName(key, m.raw);
     }
