@@ -46,15 +46,18 @@ set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 
 file(GLOB SPOPT_NCCL_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/lib/runtime/nccl/*.cpp
      ${PROJECT_SOURCE_DIR}/lib/runtime/nccl/*.cu)
+if(NOT TARGET spopt_mpi)
+  list(FILTER SPOPT_NCCL_SOURCES EXCLUDE REGEX "nccl_mpi\\.cpp$")
+endif()
 add_library(spopt_nccl STATIC ${SPOPT_NCCL_SOURCES})
 target_link_libraries(spopt_nccl PUBLIC spopt CUDA::cudart CUDA::cublas SPOPT::nccl)
 target_compile_definitions(spopt_nccl PUBLIC SPOPT_HAVE_NCCL)
 target_compile_options(spopt_nccl PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall --expt-relaxed-constexpr>
   $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${SPOPT_WERROR}>>:--Werror=all-warnings>)
-# Under mpirun (one process per GPU) the NCCL unique ids travel over MPI, when MPI was found.
-if(MPI_C_FOUND)
-  target_link_libraries(spopt_nccl PRIVATE MPI::MPI_C)
+# Under mpirun (one process per GPU, the mpi backend's launch) the NCCL unique ids travel over MPI.
+if(TARGET spopt_mpi)
+  target_link_libraries(spopt_nccl PRIVATE spopt_mpi MPI::MPI_C)
   target_compile_definitions(spopt_nccl PRIVATE SPOPT_NCCL_WITH_MPI OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 endif()
 cmake_language(DEFER CALL target_link_libraries sp-opt PRIVATE spopt_nccl)
