@@ -41,7 +41,7 @@ if(NOT CMAKE_CUDA_COMPILER)
 endif()
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
-set(CMAKE_CUDA_STANDARD 20)
+set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA 20 dialect for nvcc; the .cu files need 17
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 
 file(GLOB SPOPT_NCCL_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/lib/runtime/nccl/*.cpp

@@ -54,6 +54,10 @@ check_refusal "replay --backend nccl --trace (2 ranks)"
 rc=$?
 check_refusal "check --backend nccl"
 
+"$sp_opt" check "$job2" "$job2" --backend local --backend-after nccl >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check_refusal "check --backend local --backend-after nccl"
+
 # The local backend still works in the same build (the nccl backend is linked in, not required).
 "$sp_opt" replay "$job2" >"$tmp/out" 2>"$tmp/err" || fail "local replay failed: $(cat "$tmp/err")"
 echo "ok: --backend nccl refuses cleanly without a GPU; local replay unaffected"
