@@ -41,14 +41,13 @@ std::string cell(const nlohmann::ordered_json& v) {
 
 int runCheck(const Options& o) {
   rt::BackendOptions bo{std::chrono::milliseconds(int64_t(o.timeout_s * 1000))};
+  // --backend-after: replay AFTER on another in-process backend than BEFORE (local vs nccl), in a
+  // separate run after BEFORE's (also when both names are equal: then it tests this path).
+  if (!o.backend_after.empty() && (o.backend == "mpi" || o.backend_after == "mpi"))
+    throw InputError("--backend-after", "", "comparing two backends needs both in one process (local, nccl), not mpi");
   auto backend = makeBackend(o.backend, bo);
-  // --backend-after: replay AFTER on another in-process backend than BEFORE (local vs nccl).
   std::unique_ptr<rt::Backend> backend_after;
-  if (!o.backend_after.empty() && o.backend_after != o.backend) {
-    if (o.backend == "mpi" || o.backend_after == "mpi")
-      throw InputError("--backend-after", "", "comparing two backends needs both in one process (local, nccl), not mpi");
-    backend_after = makeBackend(o.backend_after, bo);
-  }
+  if (!o.backend_after.empty()) backend_after = makeBackend(o.backend_after, bo);
   try {
     auto before = loadVerifiedJob(o.before);
     auto after = loadVerifiedJob(o.after);
