@@ -217,6 +217,13 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
   if (p.blocks.empty()) return run;
   checkReplayable(p);
   cudaCheck(cudaSetDevice(dro.device), "cudaSetDevice");
+  // Keep freed buffers in the stream-ordered pool (its default threshold hands memory back to the
+  // driver at every synchronisation, which would make each host-fallback op reallocate).
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, dro.device) == cudaSuccess) {
+    uint64_t keep = UINT64_MAX;
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
   const Block& b = entryBlock(p);
   const Liveness live = computeLiveness(p);
   std::vector<char> is_input(p.next_var_id, 0);

@@ -127,8 +127,16 @@ __global__ void affineIntKernel(const int64_t* x, int64_t* out, int64_t n, doubl
 template <typename T> __global__ void axpyFromKernel(const T* a, const T* b, T* out, int64_t n, T rate) {
   SPOPT_GRID_LOOP(i, n) out[i] = a[i] - rate * b[i];
 }
-template <typename T> __global__ void accumulateKernel(const T* x, T* out, int64_t n) {
-  SPOPT_GRID_LOOP(i, n) out[i] += x[i];
+template <typename T> struct SumInputs {
+  const T* x[kMaxSumInputs];
+  int count;
+};
+template <typename T> __global__ void sumInputsKernel(SumInputs<T> in, T* out, int64_t n) {
+  SPOPT_GRID_LOOP(i, n) {
+    double acc = double(in.x[0][i]);
+    for (int k = 1; k < in.count; ++k) acc += double(in.x[k][i]);
+    out[i] = T(acc);
+  }
 }
 
 template <typename T>
@@ -218,8 +226,11 @@ void affineInt(const int64_t* x, int64_t* out, int64_t n, double scale, double b
 template <typename T> void axpyFrom(const T* a, const T* b, T* out, int64_t n, T rate, cudaStream_t s) {
   if (n) SPOPT_LAUNCH(axpyFromKernel<T>, n, s)(a, b, out, n, rate);
 }
-template <typename T> void accumulate(const T* x, T* out, int64_t n, cudaStream_t s) {
-  if (n) SPOPT_LAUNCH(accumulateKernel<T>, n, s)(x, out, n);
+template <typename T> void sumInputs(const T* const* xs, int n_inputs, T* out, int64_t n, cudaStream_t s) {
+  SumInputs<T> in{};
+  in.count = n_inputs;
+  for (int k = 0; k < n_inputs; ++k) in.x[k] = xs[k];
+  if (n) SPOPT_LAUNCH(sumInputsKernel<T>, n, s)(in, out, n);
 }
 template <typename T>
 void dropout(const T* x, T* out, uint8_t* mask, int64_t n, uint64_t stream, uint64_t threshold, T kept, cudaStream_t s) {
@@ -258,7 +269,7 @@ void permute(const void* x, void* out, int rank, const int64_t* in_shape, const 
   template void geluGrad<T>(const T*, const T*, T*, int64_t, bool, cudaStream_t);                                   \
   template void affine<T>(const T*, T*, int64_t, T, T, cudaStream_t);                                               \
   template void axpyFrom<T>(const T*, const T*, T*, int64_t, T, cudaStream_t);                                      \
-  template void accumulate<T>(const T*, T*, int64_t, cudaStream_t);                                                 \
+  template void sumInputs<T>(const T* const*, int, T*, int64_t, cudaStream_t);                                      \
   template void dropout<T>(const T*, T*, uint8_t*, int64_t, uint64_t, uint64_t, T, cudaStream_t);                   \
   template void dropoutGrad<T>(const uint8_t*, const T*, T*, int64_t, T, cudaStream_t);                             \
   template void softmax<T>(const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);                                  \

@@ -37,8 +37,9 @@ template <typename T> void affine(const T* x, T* out, int64_t n, T scale, T bias
 void affineInt(const int64_t* x, int64_t* out, int64_t n, double scale, double bias, bool bias_after, cudaStream_t s);
 // out = a - rate * b (sgd).
 template <typename T> void axpyFrom(const T* a, const T* b, T* out, int64_t n, T rate, cudaStream_t s);
-// out += x (sum, in input order).
-template <typename T> void accumulate(const T* x, T* out, int64_t n, cudaStream_t s);
+// out = xs[0] + xs[1] + ... in input order, accumulated in double (the sum op); n_inputs <= kMaxSumInputs.
+constexpr int kMaxSumInputs = 32;
+template <typename T> void sumInputs(const T* const* xs, int n_inputs, T* out, int64_t n, cudaStream_t s);
 
 // Dropout in training with the CPU kernel's hash (runtime/kernels/dropout_hash.h); mask may be null.
 template <typename T>

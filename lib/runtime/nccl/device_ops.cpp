@@ -403,22 +403,24 @@ bool fillConstant(DeviceOpContext& c) {
   return true;
 }
 
-// sum: Out = X[0] + X[1] + ... in input order.
+// sum: Out = X[0] + X[1] + ... in input order, in double (as the CPU kernel).
 bool sum(DeviceOpContext& c) {
   size_t n = c.io.inputCount("X");
   if (n == 0) kernelFail(c.host, "has no X");
+  if (n > size_t(cuda::kMaxSumInputs)) return false;
   DevTensor& o = out(c, "Out");
-  const DevTensor& x0 = in(c, "X", 0);
-  requireFloatDev(c, "X[0]", x0);
+  requireFloatDev(c, "Out", o);
   for (size_t i = 0; i < n; ++i) {
     const DevTensor& xi = in(c, "X", i);
-    sameStorage(c, "X[" + std::to_string(i) + "]", xi, "Out", o);
-    if (xi.numel != o.numel) kernelFail(c.host, "X[" + std::to_string(i) + "] " + shapeStr(xi.shape) + " and Out " + shapeStr(o.shape) + " differ");
+    std::string name = "X[" + std::to_string(i) + "]";
+    sameStorage(c, name, xi, "Out", o);
+    sameShape(c, name, xi, "Out", o);
   }
-  copyDev(c, x0, o);
   byFloat(o, [&](auto tag) {
     using T = decltype(tag);
-    for (size_t i = 1; i < n; ++i) cuda::accumulate<T>(in(c, "X", i).data<T>(), o.data<T>(), o.numel, c.stream);
+    std::vector<const T*> xs;
+    for (size_t i = 0; i < n; ++i) xs.push_back(in(c, "X", i).data<T>());
+    cuda::sumInputs<T>(xs.data(), int(n), o.data<T>(), o.numel, c.stream);
   });
   return true;
 }
