@@ -113,6 +113,12 @@ std::vector<Case> cases() {
                {{"dropout_prob", 0.3}, {"dropout_implementation", "upscale_in_train"}}});
   v.push_back({"layer_norm", {io("X", {{"x", {4, 5, 32}}}), io("Scale", {{"s", {32}}}), io("Bias", {{"b", {32}}})},
                {io("Y", {{"y", {4, 5, 32}}}), io("Mean", {{"mu", {20}}}), io("Variance", {{"var", {20}}})}, {{"begin_norm_axis", 2}, {"epsilon", 1e-5}}});
+  // Variance is a random input in [-1, 1): epsilon 2 keeps variance + epsilon positive.
+  v.push_back({"layer_norm_grad",
+               {io("X", {{"x", {20, 32}}}), io("Scale", {{"s", {32}}}), io("Bias", {{"b", {32}}}), io("Mean", {{"mu", {20}}}),
+                io("Variance", {{"var", {20}}}), io("Y@GRAD", {{"g", {20, 32}}})},
+               {io("X@GRAD", {{"dx", {20, 32}}}), io("Scale@GRAD", {{"ds", {32}}}), io("Bias@GRAD", {{"db", {32}}})},
+               {{"begin_norm_axis", 1}, {"epsilon", 2.0}}});
   v.push_back({"reshape2", {io("X", {{"x", {4, 6, 8}}})}, {io("Out", {{"o", {4, 48}}}), io("XShape", {{"xs", {0, 4, 6, 8}}})}, {{"shape", {0, -1}}}});
   v.push_back({"reshape2_grad", {io("XShape", {{"xs", {0, 4, 6, 8}}}), io("Out@GRAD", {{"g", {4, 48}}})}, {io("X@GRAD", {{"dx", {4, 6, 8}}})}});
   v.push_back({"transpose2", {io("X", {{"x", {2, 3, 4, 5}}})}, {io("Out", {{"o", {2, 4, 3, 5}}}), io("XShape", {{"xs", {0, 2, 3, 4, 5}}})}, {{"axis", {0, 2, 1, 3}}}});

@@ -42,7 +42,8 @@ template <typename T> __global__ void binaryKernel(Binary op, const T* x, const 
 // One thread per element j of the gradient: the dims where `self` advances give j's coordinates,
 // the others (self's broadcast dims) are summed over in row-major order.
 template <typename T>
-__global__ void binaryGradKernel(Binary op, bool self_is_x, const T* g, const T* other, T* d, int64_t d_numel, BroadcastDims dims) {
+__global__ void binaryGradKernel(Binary op, bool self_is_x, const T* g, const T* other, T* d, int64_t d_numel, BroadcastDims dims,
+                                 double scale) {
   const int64_t* self_strides = self_is_x ? dims.x_strides : dims.y_strides;
   const int64_t* other_strides = self_is_x ? dims.y_strides : dims.x_strides;
   int64_t reduced = 1;
@@ -75,7 +76,15 @@ __global__ void binaryGradKernel(Binary op, bool self_is_x, const T* g, const T*
       }
       acc += op == Binary::Add ? double(g[og]) : double(g[og]) * double(other[oo]);
     }
-    d[j] = T(acc);
+    d[j] = T(acc * scale);
+  }
+}
+
+template <typename T> __global__ void broadcastFromYKernel(const T* y, T* out, BroadcastDims d, int64_t n, double scale) {
+  SPOPT_GRID_LOOP(i, n) {
+    int64_t ox, oy;
+    offsets(d, i, ox, oy);
+    out[i] = T(double(y[oy]) * scale);
   }
 }
 
@@ -176,6 +185,65 @@ template <typename T> __global__ void softmaxGradKernel(const T* out, const T* g
   }
 }
 
+template <typename T>
+__global__ void layerNormKernel(const T* x, const T* scale, const T* bias, T* y, T* mean, T* var, int64_t rows, int64_t cols, double eps) {
+  SPOPT_GRID_LOOP(r, rows) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    double mu = 0;
+    for (int64_t j = 0; j < cols; ++j) mu += double(xr[j]);
+    mu /= double(cols);
+    double variance = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      double d = double(xr[j]) - mu;
+      variance += d * d;
+    }
+    variance /= double(cols);
+    double rstd = 1.0 / sqrt(variance + eps);
+    T tm = T(mu), tr = T(rstd);
+    for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - tm) * tr * (scale ? scale[j] : T(1)) + (bias ? bias[j] : T(0));
+    if (mean) mean[r] = T(mu);
+    if (var) var[r] = T(variance);
+  }
+}
+
+template <typename T>
+__global__ void layerNormGradRows(const T* x, const T* scale, const T* mean, const T* var, const T* dy, T* dx, int64_t rows, int64_t cols,
+                                  double eps) {
+  SPOPT_GRID_LOOP(r, rows) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    double mu = double(mean[r]), rstd = 1.0 / sqrt(double(var[r]) + eps);
+    double sum_d = 0, sum_dx = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      double xh = (double(xr[j]) - mu) * rstd, dxh = double(dyr[j]) * (scale ? double(scale[j]) : 1.0);
+      sum_d += dxh;
+      sum_dx += dxh * xh;
+    }
+    double md = sum_d / double(cols), mdx = sum_dx / double(cols);
+    for (int64_t j = 0; j < cols; ++j) {
+      double xh = (double(xr[j]) - mu) * rstd, dxh = double(dyr[j]) * (scale ? double(scale[j]) : 1.0);
+      dx[r * cols + j] = T(rstd * (dxh - md - xh * mdx));
+    }
+  }
+}
+
+template <typename T>
+__global__ void layerNormGradCols(const T* x, const T* mean, const T* var, const T* dy, T* dscale, T* dbias, int64_t rows, int64_t cols,
+                                  double eps) {
+  SPOPT_GRID_LOOP(j, cols) {
+    double acc_scale = 0, acc_bias = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double rstd = 1.0 / sqrt(double(var[r]) + eps);
+      double g = double(dy[r * cols + j]);
+      acc_scale += g * ((double(x[r * cols + j]) - double(mean[r])) * rstd);
+      acc_bias += g;
+    }
+    if (dscale) dscale[j] = T(acc_scale);
+    if (dbias) dbias[j] = T(acc_bias);
+  }
+}
+
 struct PermuteDims {
   int rank;
   int64_t out_sizes[kMaxDims], in_strides_of_out[kMaxDims];
@@ -203,7 +271,13 @@ template <typename T> void binary(Binary op, const T* x, const T* y, T* out, con
 }
 template <typename T>
 void binaryGrad(Binary op, bool self_is_x, const T* g, const T* other, T* d, int64_t d_numel, const BroadcastDims& dims, cudaStream_t s) {
-  if (d_numel) SPOPT_LAUNCH(binaryGradKernel<T>, d_numel, s)(op, self_is_x, g, other, d, d_numel, dims);
+  if (d_numel) SPOPT_LAUNCH(binaryGradKernel<T>, d_numel, s)(op, self_is_x, g, other, d, d_numel, dims, 1.0);
+}
+template <typename T> void reduceToY(const T* x, T* y, int64_t y_numel, const BroadcastDims& dims, double scale, cudaStream_t s) {
+  if (y_numel) SPOPT_LAUNCH(binaryGradKernel<T>, y_numel, s)(Binary::Add, false, x, x, y, y_numel, dims, scale);
+}
+template <typename T> void broadcastFromY(const T* y, T* out, int64_t n, const BroadcastDims& dims, double scale, cudaStream_t s) {
+  if (n) SPOPT_LAUNCH(broadcastFromYKernel<T>, n, s)(y, out, dims, n, scale);
 }
 template <typename T> void relu(const T* x, T* out, int64_t n, cudaStream_t s) {
   if (n) SPOPT_LAUNCH(reluKernel<T>, n, s)(x, out, n);
@@ -246,6 +320,18 @@ template <typename T> void softmaxGrad(const T* out, const T* g, T* dx, int64_t 
   if (outer * inner > 0 && len > 0) SPOPT_LAUNCH(softmaxGradKernel<T>, outer * inner, s)(out, g, dx, outer, len, inner);
 }
 
+template <typename T>
+void layerNorm(const T* x, const T* scale, const T* bias, T* y, T* mean, T* var, int64_t rows, int64_t cols, double eps, cudaStream_t s) {
+  if (rows > 0 && cols > 0) SPOPT_LAUNCH(layerNormKernel<T>, rows, s)(x, scale, bias, y, mean, var, rows, cols, eps);
+}
+template <typename T>
+void layerNormGrad(const T* x, const T* scale, const T* mean, const T* var, const T* dy, T* dx, T* dscale, T* dbias, int64_t rows,
+                   int64_t cols, double eps, cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return;
+  if (dx) SPOPT_LAUNCH(layerNormGradRows<T>, rows, s)(x, scale, mean, var, dy, dx, rows, cols, eps);
+  if (dscale || dbias) SPOPT_LAUNCH(layerNormGradCols<T>, cols, s)(x, mean, var, dy, dscale, dbias, rows, cols, eps);
+}
+
 void permute(const void* x, void* out, int rank, const int64_t* in_shape, const int* perm, int64_t n, int elem_bytes, cudaStream_t s) {
   if (!n) return;
   PermuteDims p{rank, {}, {}};
@@ -263,6 +349,8 @@ void permute(const void* x, void* out, int rank, const int64_t* in_shape, const 
 #define SPOPT_FLOAT_INSTANCES(T)                                                                                     \
   template void binary<T>(Binary, const T*, const T*, T*, const BroadcastDims&, int64_t, cudaStream_t);             \
   template void binaryGrad<T>(Binary, bool, const T*, const T*, T*, int64_t, const BroadcastDims&, cudaStream_t);   \
+  template void reduceToY<T>(const T*, T*, int64_t, const BroadcastDims&, double, cudaStream_t);                    \
+  template void broadcastFromY<T>(const T*, T*, int64_t, const BroadcastDims&, double, cudaStream_t);               \
   template void relu<T>(const T*, T*, int64_t, cudaStream_t);                                                       \
   template void reluGrad<T>(const T*, const T*, T*, int64_t, cudaStream_t);                                         \
   template void gelu<T>(const T*, T*, int64_t, bool, cudaStream_t);                                                 \
@@ -273,7 +361,9 @@ void permute(const void* x, void* out, int rank, const int64_t* in_shape, const 
   template void dropout<T>(const T*, T*, uint8_t*, int64_t, uint64_t, uint64_t, T, cudaStream_t);                   \
   template void dropoutGrad<T>(const uint8_t*, const T*, T*, int64_t, T, cudaStream_t);                             \
   template void softmax<T>(const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);                                  \
-  template void softmaxGrad<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);
+  template void softmaxGrad<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t);                    \
+  template void layerNorm<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double, cudaStream_t);     \
+  template void layerNormGrad<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double, cudaStream_t);
 SPOPT_FLOAT_INSTANCES(float)
 SPOPT_FLOAT_INSTANCES(double)
 template void fill<float>(float*, int64_t, float, cudaStream_t);

@@ -27,6 +27,11 @@ template <typename T> void binary(Binary op, const T* x, const T* y, T* out, con
 // g * (Mul ? other : 1), accumulated in double (elementwise_*_grad).
 template <typename T>
 void binaryGrad(Binary op, bool self_is_x, const T* g, const T* other, T* d, int64_t d_numel, const BroadcastDims& dims, cudaStream_t s);
+// Reductions (reduce_sum / reduce_mean / mean) as broadcasts read backwards (reduce.cpp): with
+// x the full shape and y the keep_dim shape, reduceToY sums x into y in double and multiplies by
+// `scale`; broadcastFromY writes out[i] = y[offset of i] * scale (the gradient).
+template <typename T> void reduceToY(const T* x, T* y, int64_t y_numel, const BroadcastDims& dims, double scale, cudaStream_t s);
+template <typename T> void broadcastFromY(const T* y, T* out, int64_t n, const BroadcastDims& dims, double scale, cudaStream_t s);
 
 template <typename T> void relu(const T* x, T* out, int64_t n, cudaStream_t s);
 template <typename T> void reluGrad(const T* out, const T* g, T* dx, int64_t n, cudaStream_t s);
@@ -50,6 +55,15 @@ template <typename T> void dropoutGrad(const uint8_t* mask, const T* g, T* dx, i
 // the denominator in double, as the CPU kernel.
 template <typename T> void softmax(const T* x, T* out, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
 template <typename T> void softmaxGrad(const T* out, const T* g, T* dx, int64_t outer, int64_t len, int64_t inner, cudaStream_t s);
+
+// layer_norm over [rows, cols]: statistics in double per row (two-pass variance); scale and bias
+// may be null (1 and 0); mean / var may be null. One thread per row, as the CPU kernel's loop.
+template <typename T>
+void layerNorm(const T* x, const T* scale, const T* bias, T* y, T* mean, T* var, int64_t rows, int64_t cols, double eps, cudaStream_t s);
+// layer_norm_grad: dx per row; dscale / dbias summed over rows per column (each may be null).
+template <typename T>
+void layerNormGrad(const T* x, const T* scale, const T* mean, const T* var, const T* dy, T* dx, T* dscale, T* dbias, int64_t rows,
+                   int64_t cols, double eps, cudaStream_t s);
 
 // out = permutation of x (transpose2): out dim i is in dim perm[i]; element bytes 1, 4 or 8.
 void permute(const void* x, void* out, int rank, const int64_t* in_shape, const int* perm, int64_t n, int elem_bytes, cudaStream_t s);

@@ -291,6 +291,133 @@ bool softmaxGrad(DeviceOpContext& c) {
   return true;
 }
 
+// ---- reductions (reduce.cpp's rules: dim (default [0]), keep_dim, reduce_all; sums in double) ----
+
+struct ReduceSpec {
+  Dims kept;      // X's shape with 1s at the reduced dims
+  Dims out;       // the declared form
+  int64_t count;  // elements summed into each output
+};
+ReduceSpec reduceSpec(DeviceOpContext& c, const Dims& x, bool all_by_op) {
+  bool all = all_by_op || boolAttr(c.host, "reduce_all", false);
+  Dims dims = all_by_op ? Dims{} : intsAttr(c.host, "dim", {0});
+  if (dims.empty() || x.empty()) all = true;
+  bool keep = !all_by_op && boolAttr(c.host, "keep_dim", false);
+  std::vector<bool> reduced(x.size(), all);
+  for (int64_t d : dims)
+    if (!all) reduced[size_t(normaliseAxis(c.host, d, x.size(), "dim"))] = true;
+  ReduceSpec s{x, {}, 1};
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (reduced[d]) {
+      s.count *= x[d];
+      s.kept[d] = 1;
+      if (keep) s.out.push_back(1);
+    } else {
+      s.out.push_back(x[d]);
+    }
+  }
+  return s;
+}
+void requireReduced(DeviceOpContext& c, std::string_view name, const DevTensor& t, const ReduceSpec& s) {
+  if (s.out.empty() && t.shape == Dims{1}) return;
+  if (t.shape != s.out) kernelFail(c.host, std::string(name) + " " + shapeStr(t.shape) + " differs from " + shapeStr(s.out) + " (X reduced)");
+}
+
+template <bool Mean, bool AllByOp> bool reduceForward(DeviceOpContext& c) {
+  const DevTensor& x = in(c, "X");
+  DevTensor& o = out(c, "Out");
+  requireFloatDev(c, "X", x);
+  sameStorage(c, "Out", o, "X", x);
+  ReduceSpec s = reduceSpec(c, x.shape, AllByOp);
+  requireReduced(c, "Out", o, s);
+  cuda::BroadcastDims d = toDims(c, planBroadcast(c.host, x.shape, s.kept, -1));
+  double scale = Mean ? 1.0 / double(s.count) : 1.0;
+  byFloat(x, [&](auto tag) { using T = decltype(tag); cuda::reduceToY<T>(x.data<T>(), o.data<T>(), o.numel, d, scale, c.stream); });
+  return true;
+}
+
+template <bool Mean, bool AllByOp> bool reduceBackward(DeviceOpContext& c) {
+  const DevTensor& g = in(c, "Out@GRAD");
+  DevTensor& dx = out(c, "X@GRAD");
+  requireFloatDev(c, "Out@GRAD", g);
+  sameStorage(c, "X@GRAD", dx, "Out@GRAD", g);
+  if (const DevTensor* x = c.io.input("X")) sameShape(c, "X@GRAD", dx, "X", *x);
+  ReduceSpec s = reduceSpec(c, dx.shape, AllByOp);
+  requireReduced(c, "Out@GRAD", g, s);
+  cuda::BroadcastDims d = toDims(c, planBroadcast(c.host, dx.shape, s.kept, -1));
+  double scale = Mean ? 1.0 / double(s.count) : 1.0;
+  byFloat(g, [&](auto tag) { using T = decltype(tag); cuda::broadcastFromY<T>(g.data<T>(), dx.data<T>(), dx.numel, d, scale, c.stream); });
+  return true;
+}
+
+// ---- layer_norm: X viewed as [rows, cols] at begin_norm_axis (norm.cpp) ----
+
+struct NormShape {
+  int64_t rows, cols;
+};
+NormShape normShape(DeviceOpContext& c, const DevTensor& x) {
+  int64_t axis = intAttr(c.host, "begin_norm_axis", 1), rank = int64_t(x.shape.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank || rank == 0)
+    kernelFail(c.host, "begin_norm_axis " + std::to_string(intAttr(c.host, "begin_norm_axis", 1)) + " is out of range for X " + shapeStr(x.shape));
+  return {product(x.shape, 0, size_t(axis)), product(x.shape, size_t(axis))};
+}
+// Statistics and parameters in X's own storage run on the device; the mixed-precision forms
+// (float32 Mean with float64 X, which Paddle allows) go to the CPU kernel.
+bool sameStorageOrAbsent(const DevTensor* t, const DevTensor& x) { return !t || t->storage() == x.storage(); }
+void requireCount(DeviceOpContext& c, std::string_view name, const DevTensor* t, int64_t n) {
+  if (t && t->numel != n) kernelFail(c.host, std::string(name) + " " + shapeStr(t->shape) + " should hold " + std::to_string(n) + " values");
+}
+
+bool layerNorm(DeviceOpContext& c) {
+  const DevTensor& x = in(c, "X");
+  const DevTensor *scale = c.io.input("Scale"), *bias = c.io.input("Bias");
+  DevTensor& y = out(c, "Y");
+  DevTensor *mean = c.io.output("Mean"), *var = c.io.output("Variance");
+  likeInput(c, "X", x, "Y", y);
+  for (const DevTensor* t : {scale, bias, static_cast<const DevTensor*>(mean), static_cast<const DevTensor*>(var)})
+    if (!sameStorageOrAbsent(t, x)) return false;
+  NormShape s = normShape(c, x);
+  requireCount(c, "Scale", scale, s.cols);
+  requireCount(c, "Bias", bias, s.cols);
+  requireCount(c, "Mean", mean, s.rows);
+  requireCount(c, "Variance", var, s.rows);
+  double eps = floatAttr(c.host, "epsilon", 1e-5);
+  byFloat(x, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::layerNorm<T>(x.data<T>(), scale ? scale->data<T>() : nullptr, bias ? bias->data<T>() : nullptr, y.data<T>(),
+                       mean ? mean->data<T>() : nullptr, var ? var->data<T>() : nullptr, s.rows, s.cols, eps, c.stream);
+  });
+  return true;
+}
+
+bool layerNormGrad(DeviceOpContext& c) {
+  const DevTensor& x = in(c, "X");
+  const DevTensor* scale = c.io.input("Scale");
+  const DevTensor& mean = in(c, "Mean");
+  const DevTensor& var = in(c, "Variance");
+  const DevTensor& dy = in(c, "Y@GRAD");
+  DevTensor *dx = c.io.output("X@GRAD"), *dscale = c.io.output("Scale@GRAD"), *dbias = c.io.output("Bias@GRAD");
+  likeInput(c, "X", x, "Y@GRAD", dy);
+  if (dx) likeInput(c, "X", x, "X@GRAD", *dx);
+  for (const DevTensor* t : {scale, &mean, &var, static_cast<const DevTensor*>(dscale), static_cast<const DevTensor*>(dbias)})
+    if (!sameStorageOrAbsent(t, x)) return false;
+  NormShape s = normShape(c, x);
+  requireCount(c, "Scale", scale, s.cols);
+  requireCount(c, "Mean", &mean, s.rows);
+  requireCount(c, "Variance", &var, s.rows);
+  requireCount(c, "Scale@GRAD", dscale, s.cols);
+  requireCount(c, "Bias@GRAD", dbias, s.cols);
+  double eps = floatAttr(c.host, "epsilon", 1e-5);
+  byFloat(x, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::layerNormGrad<T>(x.data<T>(), scale ? scale->data<T>() : nullptr, mean.data<T>(), var.data<T>(), dy.data<T>(),
+                           dx ? dx->data<T>() : nullptr, dscale ? dscale->data<T>() : nullptr, dbias ? dbias->data<T>() : nullptr, s.rows,
+                           s.cols, eps, c.stream);
+  });
+  return true;
+}
+
 // ---- dropout: the CPU kernel's attributes and hash (dropout.cpp, dropout_hash.h) ----
 
 struct DropoutAttrs {
@@ -525,6 +652,14 @@ const std::unordered_map<std::string_view, DeviceKernelFn>& table() {
       {"scale", scale},
       {"softmax", softmax},
       {"softmax_grad", softmaxGrad},
+      {"reduce_sum", reduceForward<false, false>},
+      {"reduce_mean", reduceForward<true, false>},
+      {"mean", reduceForward<true, true>},
+      {"reduce_sum_grad", reduceBackward<false, false>},
+      {"reduce_mean_grad", reduceBackward<true, false>},
+      {"mean_grad", reduceBackward<true, true>},
+      {"layer_norm", layerNorm},
+      {"layer_norm_grad", layerNormGrad},
       {"dropout", dropout},
       {"dropout_grad", dropoutGrad},
       {"assign", assignLike},
