@@ -132,6 +132,7 @@ std::vector<Case> cases() {
   v.push_back({"reduce_sum_grad", {io("X", {{"x", {4, 6, 8}}}), io("Out@GRAD", {{"g", {4, 8}}})}, {io("X@GRAD", {{"dx", {4, 6, 8}}})}, {{"dim", {1}}}});
   v.push_back({"mean_grad", {io("X", {{"x", {4, 6, 8}}}), io("Out@GRAD", {{"g", {1}}})}, {io("X@GRAD", {{"dx", {4, 6, 8}}})}});
   v.push_back({"fill_constant", {}, {io("Out", {{"o", {3, 7}}})}, {{"shape", {3, 7}}, {"value", 1.5}}});
+  v.push_back({"fill_constant", {}, {io("Out", {{"o", {2, 5}, "int64"}})}, {{"shape", {2, 5}}, {"value", 3.0}, {"dtype", 3}}});
   v.push_back({"assign", {io("X", {{"x", sh}})}, {io("Out", {{"o", sh}})}});
   v.push_back({"sum", {io("X", {{"a", sh}, {"b", sh}, {"c", sh}})}, {io("Out", {{"o", sh}})}});
   v.push_back({"sgd", {io("Param", {{"p", sh}}), io("LearningRate", {{"lr", {1}}}), io("Grad", {{"g", sh}})}, {io("ParamOut", {{"po", sh}})}});

@@ -1,6 +1,7 @@
 #include "runtime/nccl/device_ops.h"
 
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 
 #include "runtime/inputs.h"
@@ -507,12 +508,36 @@ bool nop(DeviceOpContext& c) {
   return true;
 }
 
-// Values and shapes from tensors, or odd dtypes: the CPU kernel handles those.
+// The dtype attribute's storage when it is one this device path knows (Paddle codes float32 5,
+// float64 6, int32 2, int64 3, bool 0, or a dtype name).
+std::optional<Storage> fillStorage(DeviceOpContext& c) {
+  if (auto name = stringAttrIfString(c.host, "dtype")) {
+    std::string_view n = *name;
+    if (n.substr(0, 7) == "paddle.") n.remove_prefix(7);
+    if (auto t = parseDType(n)) return storageOf(*t);
+    return std::nullopt;
+  }
+  switch (intAttr(c.host, "dtype", 5)) {
+    case 5: return Storage::F32;
+    case 6: return Storage::F64;
+    case 2:
+    case 3: return Storage::I64;
+    case 0: return Storage::U8;
+    default: return std::nullopt;
+  }
+}
+
+// Values and shapes from tensors, str_value, or a dtype that disagrees with Out: the CPU kernel
+// handles those (and reports the errors).
 bool fillConstant(DeviceOpContext& c) {
-  if (c.io.input("ValueTensor") || c.io.input("ShapeTensor") || c.io.inputCount("ShapeTensorList") || c.host.op.attrs.has("dtype") ||
+  if (c.io.input("ValueTensor") || c.io.input("ShapeTensor") || c.io.inputCount("ShapeTensorList") ||
       !stringAttr(c.host, "str_value", "").empty())
     return false;
   DevTensor& o = out(c, "Out");
+  if (c.host.op.attrs.has("dtype")) {
+    auto st = fillStorage(c);
+    if (!st || *st != o.storage()) return false;
+  }
   if (c.host.op.attrs.has("shape")) {
     Dims shape = intsAttr(c.host, "shape", {});
     if (o.shape != shape && !(shape.empty() && o.numel == 1) && !(o.shape.empty() && shape == Dims{1}))
@@ -609,6 +634,89 @@ bool transpose2Grad(DeviceOpContext& c) {
   return true;
 }
 
+// split / concat: each part is a strided block copy (outer rows of part * inner elements).
+void copyBlock(DeviceOpContext& c, void* dst, size_t dst_row, const void* src, size_t src_row, size_t width, int64_t rows) {
+  if (width && rows)
+    cudaCheck(cudaMemcpy2DAsync(dst, dst_row, src, src_row, width, size_t(rows), cudaMemcpyDeviceToDevice, c.stream), "cudaMemcpy2DAsync");
+}
+
+bool split(DeviceOpContext& c) {
+  const DevTensor& x = in(c, "X");
+  size_t n_out = c.io.outputCount("Out");
+  if (n_out == 0) kernelFail(c.host, "has no Out");
+  if (x.shape.empty()) kernelFail(c.host, "X is 0-D");
+  int64_t axis = normaliseAxis(c.host, intAttr(c.host, "axis", 0), x.shape.size(), "axis");
+  int64_t len = x.shape[size_t(axis)], num = intAttr(c.host, "num", 0);
+  Dims sections = intsAttr(c.host, "sections", {});
+  if (num > 0) {
+    if (len % num != 0) kernelFail(c.host, "X " + shapeStr(x.shape) + " dim " + std::to_string(axis) + " does not split into " + std::to_string(num) + " equal parts");
+    sections.assign(size_t(num), len / num);
+  } else {
+    int64_t known = 0, infer = -1;
+    for (size_t i = 0; i < sections.size(); ++i) {
+      if (sections[i] == -1 && infer < 0) infer = int64_t(i);
+      else if (sections[i] < 0) kernelFail(c.host, "sections " + shapeStr(sections) + " has more than one -1 or a negative size");
+      else known += sections[i];
+    }
+    if (infer >= 0) sections[size_t(infer)] = len - known;
+    int64_t total = 0;
+    for (int64_t v : sections) total += v;
+    if (sections.empty() || total != len || (infer >= 0 && sections[size_t(infer)] < 0))
+      kernelFail(c.host, "sections " + shapeStr(intsAttr(c.host, "sections", {})) + " do not add up to dim " + std::to_string(axis) + " of X " + shapeStr(x.shape));
+  }
+  if (sections.size() != n_out)
+    kernelFail(c.host, "splits X into " + std::to_string(sections.size()) + " parts but has " + std::to_string(n_out) + " Out");
+  int64_t outer = product(x.shape, 0, size_t(axis)), inner = product(x.shape, size_t(axis) + 1);
+  size_t elem = storageSize(x.storage());
+  int64_t start = 0;
+  for (size_t i = 0; i < n_out; ++i) {
+    DevTensor* o = c.io.output("Out", i);
+    int64_t part = sections[i];
+    if (o) {
+      std::string name = "Out[" + std::to_string(i) + "]";
+      sameStorage(c, name, *o, "X", x);
+      Dims want = x.shape;
+      want[size_t(axis)] = part;
+      if (o->shape != want) kernelFail(c.host, name + " " + shapeStr(o->shape) + " differs from " + shapeStr(want) + " (a part of X)");
+      copyBlock(c, o->buf.get(), size_t(part * inner) * elem, static_cast<const std::byte*>(x.buf.get()) + size_t(start * inner) * elem,
+                size_t(len * inner) * elem, size_t(part * inner) * elem, outer);
+    }
+    start += part;
+  }
+  return true;
+}
+
+bool concat(DeviceOpContext& c) {
+  size_t n_in = c.io.inputCount("X");
+  if (n_in == 0) kernelFail(c.host, "has no X");
+  DevTensor& o = out(c, "Out");
+  const DevTensor& x0 = in(c, "X", 0);
+  if (x0.shape.empty()) kernelFail(c.host, "X[0] is 0-D");
+  int64_t axis = normaliseAxis(c.host, intAttr(c.host, "axis", 0), x0.shape.size(), "axis");
+  Dims want = x0.shape;
+  want[size_t(axis)] = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    const DevTensor& xi = in(c, "X", i);
+    std::string name = "X[" + std::to_string(i) + "]";
+    sameStorage(c, name, xi, "Out", o);
+    Dims a = xi.shape, b = x0.shape;
+    if (a.size() != b.size()) kernelFail(c.host, name + " " + shapeStr(a) + " and X[0] " + shapeStr(b) + " differ in rank");
+    a[size_t(axis)] = b[size_t(axis)] = 0;
+    if (a != b) kernelFail(c.host, name + " " + shapeStr(xi.shape) + " and X[0] " + shapeStr(x0.shape) + " differ outside axis " + std::to_string(axis));
+    want[size_t(axis)] += xi.shape[size_t(axis)];
+  }
+  if (o.shape != want) kernelFail(c.host, "Out " + shapeStr(o.shape) + " differs from " + shapeStr(want) + " (X joined along axis)");
+  int64_t outer = product(want, 0, size_t(axis)), inner = product(want, size_t(axis) + 1);
+  size_t elem = storageSize(o.storage()), out_row = size_t(want[size_t(axis)] * inner) * elem, start = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    const DevTensor& xi = in(c, "X", i);
+    size_t block = size_t(xi.shape[size_t(axis)] * inner) * elem;
+    copyBlock(c, static_cast<std::byte*>(o.buf.get()) + start, out_row, xi.buf.get(), block, block, outer);
+    start += block;
+  }
+  return true;
+}
+
 bool sgd(DeviceOpContext& c) {
   const DevTensor& param = in(c, "Param");
   const DevTensor& lr = in(c, "LearningRate");
@@ -669,6 +777,8 @@ const std::unordered_map<std::string_view, DeviceKernelFn>& table() {
       {"sum", sum},
       {"reshape2", reshape2},
       {"reshape2_grad", reshape2Grad},
+      {"split", split},
+      {"concat", concat},
       {"transpose2", transpose2},
       {"transpose2_grad", transpose2Grad},
       {"sgd", sgd},
