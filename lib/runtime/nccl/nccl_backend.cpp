@@ -142,11 +142,17 @@ class RankFactory final : public CommFactory {
       }
       js = shared_.jobs[calls_++];
     }
-    struct Finish {  // members waiting on this rank learn that it will not issue more collectives
+    // Members waiting on this rank learn that it will not issue more collectives; when it fails,
+    // the abort is raised first, so they report "aborted" and this rank's error is the one shown.
+    struct Finish {
       JobShared& js;
+      std::atomic<bool>& aborted;
       int64_t rank;
-      ~Finish() { js.board.finish(rank); }
-    } finish{*js, rank};
+      ~Finish() {
+        if (std::uncaught_exceptions() > 0) aborted = true;
+        js.board.finish(rank);
+      }
+    } finish{*js, shared_.aborted, rank};
     BoardAgreement agreement(js->board, timeout_, shared_.aborted);
     NcclRankComm comm(job, rank, device_, js->ids, agreement, timeout_, shared_.aborted);
     return executeOnDevice(*job.program(rank), comm, o, DeviceRunOptions{device_, timeout_, &shared_.aborted});

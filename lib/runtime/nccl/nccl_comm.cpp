@@ -76,8 +76,21 @@ NcclRankComm::NcclRankComm(const Job& job, int64_t rank, int device, const std::
 
 NcclRankComm::~NcclRankComm() {
   const bool failing = std::uncaught_exceptions() > 0 || aborted_;
-  for (auto& [id, r] : rings_)
-    if (r.comm) (failing ? ncclCommAbort(r.comm) : ncclCommDestroy(r.comm));
+  for (auto& [id, r] : rings_) {
+    if (!r.comm) continue;
+    if (failing) {
+      ncclCommAbort(r.comm);
+      continue;
+    }
+    // A non-blocking communicator finalizes asynchronously: wait (bounded) before destroying it.
+    ncclCommFinalize(r.comm);
+    const auto deadline = Clock::now() + timeout_;
+    ncclResult_t state = ncclInProgress;
+    while (ncclCommGetAsyncError(r.comm, &state) == ncclSuccess && state == ncclInProgress && Clock::now() < deadline)
+      std::this_thread::yield();
+    if (state == ncclSuccess) ncclCommDestroy(r.comm);
+    else ncclCommAbort(r.comm);
+  }
 }
 
 void NcclRankComm::allReduce(int64_t ring, const DevTensor& in, DevTensor& out, ReduceOp op, const OpDesc& d, cudaStream_t s) {
