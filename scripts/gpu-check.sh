@@ -66,6 +66,12 @@ for job in "$jobs_dir"/*.json; do
     row "replay $name" "$world" "FAIL (rc $rc)" "$(head -c 160 "$out/$name.nccl.err")"; status=1; continue
   fi
   ms=$(grep -o '[0-9.]* ms' "$out/$name.nccl" | head -1)
+  # Dropout masks (uint8/bool vars) must be bit-identical: same summary line, checksum included.
+  if ! diff <(grep -E ' (uint8|bool) ' "$out/$name.local") <(grep -E ' (uint8|bool) ' "$out/$name.nccl") >"$out/$name.masks.diff"; then
+    row "$name: masks local vs nccl" "$world" "FAIL" "uint8/bool vars differ (see $out/$name.masks.diff)"; status=1
+  elif grep -qE ' (uint8|bool) ' "$out/$name.local"; then
+    row "$name: masks local vs nccl" "$world" "ok (bitwise)" "$(grep -cE ' (uint8|bool) ' "$out/$name.local") uint8/bool vars"
+  fi
   timeout 180 "$sp" check "$job" "$job" --backend local --backend-after nccl >"$out/$name.check" 2>&1
   rc=$?
   line=$(tail -1 "$out/$name.check")
