@@ -269,6 +269,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
         Tensor h = programInput(v, p.rank, o);
         DevValue fresh{allocDevice(v.dtype, v.shape, s, streams.at(0)), si, nullptr, uint64_t(1) << si};
         upload(h, fresh.t, s);
+        if (multi) fresh.ready = streams.record(si);  // a reader on another stream waits for the copy
         values.set(v, std::move(fresh));
         return;
       }
