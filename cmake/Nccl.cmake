@@ -11,6 +11,11 @@ if(NOT SPOPT_NCCL)
   return()
 endif()
 
+if(SPOPT_SANITIZE OR SPOPT_FUZZ)
+  message(STATUS "nccl backend: off (sanitizer and fuzzing builds are host-only)")
+  return()
+endif()
+
 find_package(CUDAToolkit QUIET)
 if(NOT CUDAToolkit_FOUND OR NOT CUDAToolkit_NVCC_EXECUTABLE OR NOT EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
   message(STATUS "nccl backend: skipped (the CUDA toolkit with nvcc was not found; set CUDAToolkit_ROOT)")
