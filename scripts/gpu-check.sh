@@ -25,6 +25,12 @@ gpus=0
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader || true
   gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+else
+  gpus=$(ls /dev/nvidia[0-9]* 2>/dev/null | wc -l)  # no nvidia-smi: count the device nodes
+fi
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  visible=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+  [ "$visible" -lt "$gpus" ] && gpus=$visible
 fi
 echo "GPUs present: $gpus"
 
