@@ -58,6 +58,15 @@ check_refusal "check --backend nccl"
 rc=$?
 check_refusal "check --backend local --backend-after nccl"
 
+# Under mpirun (one process per GPU) every process refuses the same way.
+if command -v mpirun >/dev/null; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+    timeout 120 mpirun -n 2 "$sp_opt" replay "$job2" --backend nccl >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "mpirun -n 2 replay --backend nccl: expected exit 2, got $rc: $(cat "$tmp/err")"
+  grep -q "no CUDA device: cudaGetDeviceCount" "$tmp/out" "$tmp/err" || fail "mpirun: no 'no CUDA device' line: $(cat "$tmp/err")"
+fi
+
 # The local backend still works in the same build (the nccl backend is linked in, not required).
 "$sp_opt" replay "$job2" >"$tmp/out" 2>"$tmp/err" || fail "local replay failed: $(cat "$tmp/err")"
 echo "ok: --backend nccl refuses cleanly without a GPU; local replay unaffected"
