@@ -11,7 +11,7 @@
 
 #include "analysis/job_diff.h"
 #include "command.h"
-#include "io/atomic_file.h"
+#include "write_output.h"
 #include "io/loader.h"
 #include "support/error.h"
 #include "views/diff_html.h"
@@ -31,6 +31,7 @@ struct Options {
   std::string color = "auto";
   bool bus_factors = false;
   int fold = 3;
+  int context = 1;
   size_t max_nodes = 2000;
 };
 
@@ -74,15 +75,13 @@ int runDiff(const Options& o) {
     if (diff.ranks.empty()) throw InputError(o.before, "", "neither job has any program to draw");
     const RankDiff& r = rankToDraw(diff);
     ViewGraph g = buildDiffGraph(r, o.bus_factors);
-    if (o.fold > 0) foldUnchangedChains(g, static_cast<size_t>(o.fold));
+    foldAwayFromChanges(g, static_cast<size_t>(o.context), static_cast<size_t>(o.fold));
     std::string title = "rank " + std::to_string(r.rank) + ": " + o.before + " -> " + o.after;
     GraphDrawing drawing{graphToDot(g, title), g.nodes.size(), o.max_nodes};
     text = o.format == "dot" ? drawing.dot : renderDiffHtml(diff, r, drawing);
   }
   spdlog::debug("rendered {} in {:.3f} s", o.format, lap());
-  AtomicFile out(o.output);
-  out.write(text);
-  out.commit();
+  writeOutput(o.output, text);
   return diff.same() ? kExitOk : kExitDiffers;
 }
 
@@ -99,7 +98,10 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                            ->check(CLI::IsMember({"auto", "always", "never"}));
                        sub.add_flag("--bus-factors", o->bus_factors,
                                     "Count bytes on the wire of a ring algorithm (all-reduce 2(n-1)/n, ...) instead of payload");
-                       sub.add_option("--fold", o->fold, "dot/html: fold chains of at least N unchanged ops into one node (0: never)")
+                       sub.add_option("--fold", o->fold,
+                                      "dot/html: fold runs of at least N unchanged ops away from changes into one node (0: never)")
+                           ->check(CLI::NonNegativeNumber);
+                       sub.add_option("--context", o->context, "dot/html: unchanged ops up to N hops from a change stay drawn (default 1)")
                            ->check(CLI::NonNegativeNumber);
                        sub.add_option("--max-nodes", o->max_nodes, "html: draw the graph only up to this many nodes (default 2000)");
                        return [o] { return runDiff(*o); };

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "command.h"
-#include "io/atomic_file.h"
+#include "write_output.h"
 #include "io/loader.h"
 #include "support/error.h"
 #include "views/diff_html.h"
@@ -46,9 +46,7 @@ int runGraph(const Options& o) {
   } else {
     text = renderGraphHtml(*p, drawing, "sp-opt graph: " + title, o.bus_factors);
   }
-  AtomicFile out(o.output);
-  out.write(text);
-  out.commit();
+  writeOutput(o.output, text);
   return kExitOk;
 }
 

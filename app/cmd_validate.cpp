@@ -49,7 +49,7 @@ int runValidate(const Options& o) {
 }
 
 const Registrar reg{{"validate", "Check jobs against format v1 and the verifier's invariants",
-                     "sp-opt validate testdata/jobs/mlp_tp2.json", [](CLI::App& sub) {
+                     "sp-opt validate testdata/jobs/gen_mlp_tp4_sp.json", [](CLI::App& sub) {
                        auto o = std::make_shared<Options>();
                        sub.add_option("files", o->files, "Job files (- for stdin)")->required();
                        sub.add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));

@@ -4,6 +4,8 @@
 # when this build has them, else from scripts/synth_diff_pair.py (all-reduce+split fused into
 # reduce-scatter by construction). Linear cost shows as a flat "µs per op" column.
 # Usage: scripts/bench-diff.sh [SP_OPT] [LAYERS...]     (default: build/sp-opt 1250 2500 5000 10000)
+# SPOPT_GEN / SPOPT_REWRITE name other sp-opt binaries to generate and rewrite with (for a build
+# of this branch that lacks those subcommands).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 sp_opt=${1:-$here/../build/sp-opt}
@@ -13,10 +15,12 @@ layers=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-has_subcommand() { "$sp_opt" --help | grep -qE "^  $1 "; }
-if has_subcommand gen && has_subcommand rewrite; then
-  source_kind="sp-opt gen mlp --tp 4 --sequence-parallel + sp-opt rewrite"
-  make_pair() { "$sp_opt" gen mlp --tp 4 --layers "$1" --sequence-parallel -o "$2" && "$sp_opt" rewrite "$2" "$3" >/dev/null; }
+gen=${SPOPT_GEN:-$sp_opt}
+rewrite=${SPOPT_REWRITE:-$sp_opt}
+has_subcommand() { "$1" --help | grep -qE "^  $2 "; }
+if has_subcommand "$gen" gen && has_subcommand "$rewrite" rewrite; then
+  source_kind="sp-opt gen mlp --tp 4 --sequence-parallel + sp-opt rewrite (fusion)"
+  make_pair() { "$gen" gen mlp --tp 4 --layers "$1" --sequence-parallel -o "$2" >/dev/null && "$rewrite" rewrite "$2" "$3" >/dev/null; }
 else
   source_kind="scripts/synth_diff_pair.py, 4 ranks (sp-opt gen/rewrite not in this build)"
   make_pair() { python3 "$here/synth_diff_pair.py" 4 "$1" "$2" "$3"; }

@@ -16,21 +16,7 @@ tp=8
 has_rewrite=0
 "$sp_opt" --help | grep -E "^  rewrite " > /dev/null && has_rewrite=1
 
-# measure CMD...: runs it $runs times; prints "median_seconds peak_rss_mib" (max RSS over the runs)
-measure() {
-  local times=() rss=0 log="$dir/time.log"
-  for _ in $(seq "$runs"); do
-    /usr/bin/time -v "$@" > /dev/null 2> "$log" || { echo "failed: $*" >&2; cat "$log" >&2; exit 1; }
-    local wall r
-    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$log")
-    r=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-    times+=("$wall")
-    (( r > rss )) && rss=$r
-  done
-  local median
-  median=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
-  echo "$median $((rss / 1024))"
-}
+source "$root/scripts/bench-lib.sh"
 
 echo "sp-opt gen mlp --tp $tp --sequence-parallel --layers L; median of $runs runs; $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -46,13 +32,13 @@ for target in $sizes; do
   layers=$(( (target + 28 * tp / 2) / (28 * tp) ))
   (( layers < 1 )) && layers=1
   job="$dir/gen_$target.json"
-  read -r gen_s gen_rss < <(measure "$sp_opt" gen mlp --tp "$tp" --layers "$layers" --sequence-parallel -o "$job")
+  read -r gen_s gen_rss _ < <(measure "$sp_opt" gen mlp --tp "$tp" --layers "$layers" --sequence-parallel -o "$job")
   ops=$("$sp_opt" validate "$job" | sed -E 's/.*, ([0-9]+) ops\)/\1/')
   mib=$(( $(stat -c %s "$job") / 1048576 ))
-  read -r val_s val_rss < <(measure "$sp_opt" validate "$job")
+  read -r val_s val_rss _ < <(measure "$sp_opt" validate "$job")
   row="| $ops | $tp | $mib | $gen_s | $gen_rss | $val_s | $val_rss |"
   if (( has_rewrite )); then
-    read -r rw_s rw_rss < <(measure "$sp_opt" rewrite "$job" "$dir/rewritten_$target.json")
+    read -r rw_s rw_rss _ < <(measure "$sp_opt" rewrite "$job" "$dir/rewritten_$target.json")
     row+=" $rw_s | $rw_rss |"
     rm -f "$dir/rewritten_$target.json"
   fi

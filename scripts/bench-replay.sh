@@ -2,12 +2,14 @@
 # Replay throughput: achieved GEMM GFLOP/s of `sp-opt replay` on a generated transformer job,
 # against the sgemm rate of the same OpenBLAS in the same binary (sp-opt replay --blas-probe),
 # and the fraction of op time spent outside GEMMs (from --trace). Prints a markdown table.
-# Usage: scripts/bench-replay.sh [SP_OPT]   (env: TP LAYERS BATCH SEQ HIDDEN HEADS REPS)
+# Usage: scripts/bench-replay.sh [SP_OPT]   (env: TP LAYERS BATCH SEQ HIDDEN HEADS REPS; GEN=another
+# sp-opt binary that has `gen`, when SP_OPT lacks it)
 # Uses `sp-opt gen gpt` when the binary has it (training step: forward, backward, sgd), else the
 # forward-only MLP job of scripts/testgen/tp_mlp_job.py. Not part of ctest.
 set -euo pipefail
 SP_OPT=${1:-build/sp-opt}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+GEN=${GEN:-$SP_OPT}
 TP=${TP:-2} LAYERS=${LAYERS:-4} BATCH=${BATCH:-4} SEQ=${SEQ:-128} HIDDEN=${HIDDEN:-512} HEADS=${HEADS:-8} REPS=${REPS:-3}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -15,9 +17,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 core=$(awk '/^blas_core/ {print $2}' "$tmp/probe.txt")
 sgemm=$(awk '/^sgemm_gflops/ {if ($3 > m) m = $3} END {print m}' "$tmp/probe.txt")
 
-if "$SP_OPT" gen --help > /dev/null 2>&1; then
+if "$GEN" --help | grep -qE "^  gen +"; then
   model="gen gpt --tp $TP --layers $LAYERS --batch $BATCH --seq $SEQ --hidden $HIDDEN --heads $HEADS --dropout 0"
-  "$SP_OPT" gen gpt --tp "$TP" --layers "$LAYERS" --batch "$BATCH" --seq "$SEQ" --hidden "$HIDDEN" --heads "$HEADS" \
+  "$GEN" gen gpt --tp "$TP" --layers "$LAYERS" --batch "$BATCH" --seq "$SEQ" --hidden "$HIDDEN" --heads "$HEADS" \
     --dropout 0 -o "$tmp/job.json" > /dev/null
 else
   model="tp_mlp_job.py --tp $TP --layers $LAYERS --tokens $((BATCH * SEQ)) --hidden $HIDDEN (forward only; no sp-opt gen)"

@@ -74,6 +74,8 @@ void compareSlots(Changes& out, std::string_view prefix, const std::vector<Slot>
 
 // Members compared by key, values by their compact text (so 1 and 1.0 differ, as the format keeps them apart).
 void compareObjects(Changes& out, std::string_view prefix, const JsonObject& before, const JsonObject& after) {
+  // Unedited loaded objects are compact text: equal text, equal objects, without splitting them.
+  if (!before.compactText().empty() && before.compactText() == after.compactText()) return;
   auto path = [&](std::string_view key) { return std::string(prefix) + "." + std::string(key); };
   for (const Member& m : before.items()) {
     const std::string_view* a = after.find(m.key);

@@ -2,7 +2,11 @@
 
 #include <simdjson.h>
 
+#include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <iostream>
 #include <iterator>
 
@@ -28,7 +32,34 @@ struct PathStep {
 
 class Loader {
  public:
-  Loader(Job& job, const std::string& name) : job_(job), name_(name) {}
+  // `shared` guards the job's arena and layout table when several loaders fill one job.
+  Loader(Job& job, const std::string& name, std::mutex* shared = nullptr) : job_(job), name_(name), shared_(shared) {}
+
+  // One element of the "programs" array, parsed on its own (see loadPrograms).
+  void runProgram(const char* text, size_t len, size_t capacity, size_t index, Program& p) {
+    Scope s1(*this, "programs");
+    Scope s2(*this, int64_t(index));
+    od::document doc;
+    check(parser_.iterate(text, len, capacity).get(doc));
+    od::object obj;
+    if (auto err = doc.get_object().get(obj)) {
+      if (err == simdjson::INCORRECT_TYPE) fail("expected an object for a program");
+      check(err);
+    }
+    parseProgram(obj, p);
+  }
+
+  // The job without its programs (the "programs" array replaced by []).
+  void runSkeleton(const char* text, size_t len) {
+    od::document doc;
+    check(parser_.iterate(text, len, len + simdjson::SIMDJSON_PADDING).get(doc));
+    od::object root;
+    if (auto err = doc.get_object().get(root)) {
+      if (err == simdjson::INCORRECT_TYPE) fail("the document must be a JSON object");
+      check(err);
+    }
+    parseJob(root);
+  }
 
   void run(const simdjson::padded_string& bytes) {
     od::document doc;
@@ -42,6 +73,8 @@ class Loader {
  private:
   Job& job_;
   const std::string& name_;
+  std::mutex* shared_;
+  const std::vector<Field>* last_layout_ = nullptr;
   od::parser parser_;
   simdjson::dom::parser validator_;
   std::vector<PathStep> path_;
@@ -93,6 +126,12 @@ class Loader {
     ~Scope() { l.path_.pop_back(); }
   };
 
+  std::string_view store(std::string_view text) {
+    if (!shared_) return job_.arena.store(text);
+    std::lock_guard<std::mutex> lock(*shared_);
+    return job_.arena.store(text);
+  }
+
   // ---- scalars ------------------------------------------------------------------------------
   // A key as a view into the buffer (escaped keys are unescaped into the arena).
   std::string_view key(od::field& f) {
@@ -102,7 +141,7 @@ class Loader {
     if (*q == '"') return std::string_view(p, size_t(q - p));
     std::string_view k;
     check(f.unescaped_key().get(k));
-    return job_.arena.store(k);
+    return store(k);
   }
   int64_t getInt(od::value v, const char* what) {
     int64_t x = 0;
@@ -131,7 +170,7 @@ class Loader {
     if (*q == '"') return {body, size_t(q - body)};
     std::string_view s;
     check(v.get_string().get(s));
-    return job_.arena.store(s);
+    return store(s);
   }
   od::object getObject(od::value v, const char* what) {
     od::object o;
@@ -180,7 +219,7 @@ class Loader {
     size_t len = 0;
     check(simdjson::minify(text.data(), text.size(), minified.data(), len));
     minified.resize(len);
-    return job_.arena.store(std::move(minified));
+    return store(minified);
   }
   void validateScalar(od::value& v, od::json_type t) {
     switch (t) {
@@ -232,7 +271,21 @@ class Loader {
   void share(Fields& f) {
     for (const Field& x : f)
       if (!x.known()) return;
-    f = Fields(job_.internLayout(f.items()));
+    auto same = [&](const std::vector<Field>* l) {
+      if (!l || l->size() != f.size()) return false;
+      for (size_t i = 0; i < l->size(); ++i)
+        if ((*l)[i].key != f.items()[i].key) return false;
+      return true;
+    };
+    if (!same(last_layout_)) {
+      if (shared_) {
+        std::lock_guard<std::mutex> lock(*shared_);
+        last_layout_ = job_.internLayout(f.items());
+      } else {
+        last_layout_ = job_.internLayout(f.items());
+      }
+    }
+    f = Fields(last_layout_);
   }
 
   void parseJob(od::object root) {
@@ -271,7 +324,7 @@ class Loader {
           auto p = std::make_unique<Program>();
           p->job = &job;
           p->position = size_t(i++);
-          parseProgram(ev, *p);
+          parseProgram(getObject(ev, "for a program"), *p);
           job.programs.push_back(std::move(p));
         }
       } else {
@@ -304,8 +357,8 @@ class Loader {
     return g;
   }
 
-  void parseProgram(od::value v, Program& p) {
-    for (auto f : getObject(v, "for a program")) {
+  void parseProgram(od::object obj, Program& p) {
+    for (auto f : obj) {
       od::field field;
       check(std::move(f).get(field));
       std::string_view k = key(field);
@@ -516,11 +569,170 @@ void resolve(Job& job) {
   }
 }
 
+// ---- chunked loading -------------------------------------------------------------------------
+// A job's bulk is its programs, one per rank. Parsing each element of "programs" as a document
+// of its own lets ranks load on several threads, and keeps simdjson's structural index to the
+// size of one program rather than the whole file.
+
+struct Span {
+  size_t begin = 0, end = 0;
+};
+struct TopLevel {
+  Span programs;               // the "programs" array, brackets included
+  std::vector<Span> elements;  // each program object
+};
+
+// Finds the "programs" array and its elements without building anything. Any surprise returns
+// nullopt and the whole-document parse runs instead, which reports the problem precisely.
+class TopLevelScanner {
+ public:
+  explicit TopLevelScanner(std::string_view text) : t_(text) {}
+
+  std::optional<TopLevel> scan() {
+    TopLevel out;
+    bool found = false;
+    size_t i = ws(0);
+    if (i >= t_.size() || t_[i] != '{') return std::nullopt;
+    i = ws(i + 1);
+    bool first = true;
+    while (i < t_.size() && !(first && t_[i] == '}')) {
+      first = false;
+      if (t_[i] != '"') return std::nullopt;
+      size_t key_end = str(i);
+      if (key_end == kBad) return std::nullopt;
+      std::string_view key = t_.substr(i + 1, key_end - i - 2);
+      i = ws(key_end);
+      if (i >= t_.size() || t_[i] != ':') return std::nullopt;
+      i = ws(i + 1);
+      if (key == "programs") {
+        if (found || i >= t_.size() || t_[i] != '[') return std::nullopt;
+        found = true;
+        size_t end = elements(i, out.elements);
+        if (end == kBad) return std::nullopt;
+        out.programs = {i, end};
+        i = ws(end);
+      } else {
+        size_t end = value(i);
+        if (end == kBad) return std::nullopt;
+        i = ws(end);
+      }
+      if (i < t_.size() && t_[i] == ',') {
+        i = ws(i + 1);
+        if (i < t_.size() && t_[i] == '}') return std::nullopt;  // trailing comma
+      } else if (i >= t_.size() || t_[i] != '}') {
+        return std::nullopt;
+      }
+    }
+    if (!found || i >= t_.size()) return std::nullopt;
+    return out;
+  }
+
+ private:
+  static constexpr size_t kBad = std::string_view::npos;
+  std::string_view t_;
+
+  size_t ws(size_t i) const {
+    while (i < t_.size() && (t_[i] == ' ' || t_[i] == '\n' || t_[i] == '\t' || t_[i] == '\r')) ++i;
+    return i;
+  }
+  size_t str(size_t i) const {  // at '"': index after the closing quote
+    for (++i; i < t_.size(); ++i) {
+      if (t_[i] == '\\') ++i;
+      else if (t_[i] == '"') return i + 1;
+    }
+    return kBad;
+  }
+  size_t value(size_t i) const {
+    if (i >= t_.size()) return kBad;
+    if (t_[i] == '"') return str(i);
+    if (t_[i] == '{' || t_[i] == '[') {
+      int depth = 0;
+      while (i < t_.size()) {
+        char c = t_[i];
+        if (c == '"') {
+          i = str(i);
+          if (i == kBad) return kBad;
+          continue;
+        }
+        if (c == '{' || c == '[') ++depth;
+        else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+        ++i;
+      }
+      return kBad;
+    }
+    size_t b = i;
+    while (i < t_.size() && t_[i] != ',' && t_[i] != '}' && t_[i] != ']' && t_[i] != ' ' && t_[i] != '\n' &&
+           t_[i] != '\t' && t_[i] != '\r')
+      ++i;
+    return i > b ? i : kBad;
+  }
+  size_t elements(size_t i, std::vector<Span>& out) const {  // at '[': index after ']'
+    i = ws(i + 1);
+    if (i < t_.size() && t_[i] == ']') return i + 1;
+    while (i < t_.size()) {
+      size_t end = value(i);
+      if (end == kBad) return kBad;
+      out.push_back({i, end});
+      i = ws(end);
+      if (i < t_.size() && t_[i] == ']') return i + 1;
+      if (i >= t_.size() || t_[i] != ',') return kBad;
+      i = ws(i + 1);
+    }
+    return kBad;
+  }
+};
+
+// Loads a job whose programs array has several elements: the rest of the document first, then
+// the programs on worker threads. Returns false when the layout scan gives up.
+bool loadChunked(Job& job, const simdjson::padded_string& bytes, const std::string& name) {
+  std::string_view text(bytes.data(), bytes.size());
+  auto top = TopLevelScanner(text).scan();
+  if (!top || top->elements.size() < 2) return false;
+
+  std::string skeleton;
+  skeleton.reserve(top->programs.begin + 2 + (text.size() - top->programs.end) + simdjson::SIMDJSON_PADDING);
+  skeleton.append(text.substr(0, top->programs.begin)).append("[]").append(text.substr(top->programs.end));
+  size_t skeleton_len = skeleton.size();
+  skeleton.append(simdjson::SIMDJSON_PADDING, ' ');
+  std::string_view kept = job.arena.store(std::move(skeleton));  // the header's views point here
+  Loader(job, name).runSkeleton(kept.data(), skeleton_len);
+
+  size_t n = top->elements.size();
+  std::vector<std::unique_ptr<Program>> programs(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  std::mutex shared;
+  auto worker = [&] {
+    Loader loader(job, name, &shared);
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        auto p = std::make_unique<Program>();
+        p->job = &job;
+        p->position = i;
+        const Span& e = top->elements[i];
+        loader.runProgram(bytes.data() + e.begin, e.end - e.begin, bytes.size() + simdjson::SIMDJSON_PADDING - e.begin, i, *p);
+        programs[i] = std::move(p);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), std::min<size_t>(n, 16));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);  // the first failing program in file order
+  job.programs = std::move(programs);
+  return true;
+}
+
 std::unique_ptr<Job> loadPadded(std::shared_ptr<PaddedSource> src, const std::string& name, const LoadOptions& opts) {
   auto job = std::make_unique<Job>();
   job->path = name;
   job->source = src;
-  Loader(*job, name).run(src->bytes);
+  if (!loadChunked(*job, src->bytes, name)) Loader(*job, name).run(src->bytes);
   job->rebuildIndices();
   if (opts.resolve) resolve(*job);
   return job;

@@ -58,7 +58,10 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const Gra
     out += "<li>" + rankList(ranks) + ": " + escapeHtml(summary) + "</li>\n";
   out += "</ul>\n";
 
-  out += "<h2>Rank " + std::to_string(drawn.rank) + " data flow</h2>\n" + graphLegend(true);
+  out += "<h2>Rank " + std::to_string(drawn.rank) + " data flow</h2>\n";
+  if (diff.ranks.size() > 1 && !diff.same())
+    out += "<p class=\"fit\">The first rank that differs; <code>--rank R</code> draws another.</p>\n";
+  out += graphLegend(true);
   out += graphSection(graph);
 
   out += "<h2>Collectives and bytes moved per rank" + std::string(diff.bus_factors ? " (bus factors)" : "") + "</h2>\n";

@@ -1,5 +1,7 @@
 #include "views/graph_dot.h"
 
+#include <algorithm>
+
 #include "analysis/collectives.h"
 #include "views/describe.h"
 
@@ -73,7 +75,10 @@ void node(std::string& out, size_t id, const ViewNode& n, const ViewGraph& g) {
       if (n.status == ViewStatus::Unchanged) fill = "#ffffff";
       break;
     case ViewNode::Folded:
-      out += "label=" + quoted("\u2026 " + std::to_string(n.folded_ops) + " " + g.folded_noun) +
+      out += "label=" + quoted("\u2026 " + std::to_string(n.folded_ops) + " " + g.folded_noun +
+                               (n.folded_collectives ? "\n(" + std::to_string(n.folded_collectives) + " collective" +
+                                                           (n.folded_collectives > 1 ? "s)" : ")")
+                                                     : std::string())) +
              ", style=\"dashed,filled,rounded\", fillcolor=\"#f7f7f7\"";
       fill.clear();
       break;
@@ -83,12 +88,14 @@ void node(std::string& out, size_t id, const ViewNode& n, const ViewGraph& g) {
 }
 
 void edge(std::string& out, const ViewEdge& e) {
-  out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [label=" +
-         quoted(std::string(e.var->name) + "\n" + describeVarType(*e.var));
+  std::string label = std::string(e.var->name) + "\n" + describeVarType(*e.var);
+  if (e.more_vars) label = std::string(e.var->name) + "\n+" + std::to_string(e.more_vars) + " more var" + (e.more_vars > 1 ? "s" : "");
+  out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [label=" + quoted(label);
+  if (e.more_vars) out += ", penwidth=" + std::to_string(std::min<size_t>(1 + e.more_vars / 2, 4));
   if (e.status != ViewStatus::Unchanged) {
     out += ", color=\"" + std::string(statusStroke(e.status)) + "\", fontcolor=\"" + statusStroke(e.status) + "\"";
     if (e.status == ViewStatus::Removed) out += ", style=dashed";
-    else out += ", penwidth=1.5";
+    else if (!e.more_vars) out += ", penwidth=1.5";
   }
   out += "];\n";
 }

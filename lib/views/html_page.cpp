@@ -29,7 +29,7 @@ std::string htmlHead(const std::string& title) {
          ".verdict { display: inline-block; padding: .15em .6em; border-radius: .3em; font-weight: bold; }\n"
          ".same { background: #dff3df; color: #1e6b1e; } .differ { background: #fde2c0; color: #8a4b00; }\n"
          ".graph { border: 1px solid #ddd; border-radius: .4em; padding: .5em; overflow: auto; }\n"
-         "#fit:checked ~ .graph svg { max-width: 100%; max-height: 78vh; width: auto; height: auto; }\n"
+         "#fit:checked ~ .graph svg { max-width: 100%; width: auto; height: auto; }\n"
          "#fit:checked ~ .graph { text-align: center; }\n"
          ".fit { font-size: .85em; color: #555; }\n"
          ".note { background: #fff6dd; border: 1px solid #e8d08a; padding: .5em .8em; border-radius: .3em; }\n"
@@ -53,7 +53,7 @@ std::string inlineSvg(const std::string& svg_document) {
 
 std::string graphBox(const std::string& svg) {
   // A checkbox and CSS alone toggle between fitting the window and full size: no script needed.
-  return "<input type=\"checkbox\" id=\"fit\" checked><label class=\"fit\" for=\"fit\"> fit to window</label>\n"
+  return "<input type=\"checkbox\" id=\"fit\" checked><label class=\"fit\" for=\"fit\"> fit to width</label>\n"
          "<div class=\"graph\">\n" + inlineSvg(svg) + "</div>\n";
 }
 

@@ -18,7 +18,7 @@ std::string htmlTail();
 // DOCTYPE, which would name an external DTD) so that it can sit inline in the page.
 std::string inlineSvg(const std::string& svg_document);
 
-// The graph in a box, scaled to fit the window unless the reader unticks "fit to window".
+// The graph in a box, scaled to the window's width unless the reader unticks "fit to width".
 std::string graphBox(const std::string& svg_document);
 
 // A colour key for the graph's node statuses.

@@ -1,27 +1,18 @@
 #include "views/view_graph.h"
 
-#include <numeric>
 #include <unordered_map>
 
-#include "analysis/collectives.h"
+#include "views/view_graph_internal.h"
 
 namespace spopt {
+
+using view_detail::EdgeKey;
+using view_detail::EdgeKeyHash;
+using view_detail::kNone;
+
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
 constexpr uint8_t kBefore = 1, kAfter = 2;
-
-struct EdgeKey {
-  uint32_t from, to;
-  std::string_view var;
-  bool operator==(const EdgeKey&) const = default;
-};
-struct EdgeKeyHash {
-  size_t operator()(const EdgeKey& k) const {
-    size_t h = std::hash<std::string_view>{}(k.var);
-    return h ^ ((static_cast<size_t>(k.from) << 32 | k.to) * 0x9E3779B97F4A7C15ull);
-  }
-};
 
 ViewStatus sidesStatus(uint8_t sides) {
   if (sides == kBefore) return ViewStatus::Removed;
@@ -37,7 +28,11 @@ class Builder {
   explicit Builder(ViewGraph& g) : g_(g) {}
 
   uint32_t addOpNode(const Op& op, uint32_t position, ViewStatus status) {
-    g_.nodes.push_back({ViewNode::OpNode, status, &op, position, {}, 0, {}});
+    ViewNode n;
+    n.status = status;
+    n.op = &op;
+    n.position = position;
+    g_.nodes.push_back(std::move(n));
     return static_cast<uint32_t>(g_.nodes.size() - 1);
   }
 
@@ -92,7 +87,7 @@ class Builder {
   void addEdge(uint32_t from, uint32_t to, const Var* v, uint8_t side) {
     auto [it, fresh] = edge_index_.try_emplace(EdgeKey{from, to, v->name}, static_cast<uint32_t>(g_.edges.size()));
     if (fresh) {
-      g_.edges.push_back({from, to, v, ViewStatus::Unchanged});
+      g_.edges.push_back({from, to, v, ViewStatus::Unchanged, 0});
       edge_sides_.push_back(0);
     } else if (side == kAfter) {
       g_.edges[it->second].var = v;  // label with the AFTER var
@@ -155,122 +150,6 @@ ViewGraph buildDiffGraph(const RankDiff& r, bool bus_factors) {
     if (v.kind == VarEntry::Changed) changed_vars[v.after->name] = true;
   b.finish(&changed_vars);
   return g;
-}
-
-namespace {
-
-struct UnionFind {
-  std::vector<uint32_t> parent;
-  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
-  uint32_t find(uint32_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  void unite(uint32_t a, uint32_t b) { parent[find(a)] = find(b); }
-};
-
-bool isOp(const ViewNode& n) { return n.kind == ViewNode::OpNode; }
-
-bool isCollective(const Op& op) {
-  auto c = asCollective(op);
-  return c && communicates(*c);
-}
-
-// Replaces each group of at least `min_ops` ops (by union-find root) with one Folded node, drops
-// edges inside a group and duplicate edges, and drops input nodes that only fed folded groups.
-void contract(ViewGraph& g, UnionFind& groups, size_t min_ops) {
-  const size_t n = g.nodes.size();
-  std::vector<uint32_t> size(n, 0);
-  for (uint32_t v = 0; v < n; ++v)
-    if (isOp(g.nodes[v])) ++size[groups.find(v)];
-  auto folds = [&](uint32_t v) { return isOp(g.nodes[v]) && size[groups.find(v)] >= min_ops && min_ops > 0; };
-
-  // An input is dropped when every edge out of it goes into a folded group.
-  std::vector<bool> input_needed(n, false);
-  for (const ViewEdge& e : g.edges)
-    if (!folds(e.to)) input_needed[e.from] = true;
-
-  ViewGraph out;
-  out.bus_factors = g.bus_factors;
-  out.folded_noun = g.folded_noun;
-  std::vector<uint32_t> new_id(n, kNone);
-  for (uint32_t v = 0; v < n; ++v) {
-    const ViewNode& node = g.nodes[v];
-    if (node.kind == ViewNode::Input && !input_needed[v]) continue;
-    uint32_t key = folds(v) ? groups.find(v) : v;
-    if (new_id[key] == kNone) {
-      new_id[key] = static_cast<uint32_t>(out.nodes.size());
-      if (folds(v)) {
-        ViewNode f;
-        f.kind = ViewNode::Folded;
-        f.folded_ops = size[key];
-        out.nodes.push_back(std::move(f));
-      } else {
-        out.nodes.push_back(node);
-      }
-    }
-    new_id[v] = new_id[key];
-  }
-  std::unordered_map<EdgeKey, bool, EdgeKeyHash> seen;
-  for (const ViewEdge& e : g.edges) {
-    uint32_t from = new_id[e.from], to = new_id[e.to];
-    if (from == kNone || to == kNone || from == to) continue;
-    if (!seen.try_emplace(EdgeKey{from, to, e.var->name}, true).second) continue;
-    out.edges.push_back({from, to, e.var, e.status});
-  }
-  g = std::move(out);
-}
-
-}  // namespace
-
-void foldUnchangedChains(ViewGraph& g, size_t min_ops) {
-  if (min_ops == 0) return;
-  const size_t n = g.nodes.size();
-  // The single op predecessor / successor of each op, kNone when none, kMany when several.
-  constexpr uint32_t kMany = kNone - 1;
-  std::vector<uint32_t> pred(n, kNone), succ(n, kNone);
-  std::vector<bool> near_change(n, false);
-  auto note = [&](uint32_t& slot, uint32_t other) { slot = slot == kNone || slot == other ? other : kMany; };
-  for (const ViewEdge& e : g.edges) {
-    const ViewNode &from = g.nodes[e.from], &to = g.nodes[e.to];
-    if (!isOp(from) || !isOp(to)) continue;
-    note(succ[e.from], e.to);
-    note(pred[e.to], e.from);
-    if (to.status != ViewStatus::Unchanged || e.status != ViewStatus::Unchanged) near_change[e.from] = true;
-    if (from.status != ViewStatus::Unchanged || e.status != ViewStatus::Unchanged) near_change[e.to] = true;
-  }
-  // Collectives stay visible: what a rank communicates is what a reviewer looks for.
-  auto foldable = [&](uint32_t v) {
-    return isOp(g.nodes[v]) && g.nodes[v].status == ViewStatus::Unchanged && !near_change[v] &&
-           !isCollective(*g.nodes[v].op);
-  };
-  UnionFind groups(n);
-  for (uint32_t u = 0; u < n; ++u) {
-    uint32_t v = succ[u];
-    if (v < kMany && foldable(u) && foldable(v) && pred[v] == u) groups.unite(u, v);
-  }
-  contract(g, groups, min_ops);
-}
-
-void foldAllButCollectives(ViewGraph& g) {
-  const size_t n = g.nodes.size();
-  auto comm = [&](uint32_t v) { return isOp(g.nodes[v]) && isCollective(*g.nodes[v].op); };
-  // Edges go from earlier to later nodes in a single program's graph (a writer precedes its
-  // readers), so one pass in edge order of targets gives each op the collectives above it.
-  std::vector<std::vector<uint32_t>> in_edges(n);
-  for (uint32_t i = 0; i < g.edges.size(); ++i) in_edges[g.edges[i].to].push_back(i);
-  std::vector<uint32_t> stage(n, 0);
-  for (uint32_t v = 0; v < n; ++v)
-    for (uint32_t i : in_edges[v]) {
-      uint32_t u = g.edges[i].from;
-      if (u < v) stage[v] = std::max(stage[v], stage[u] + (comm(u) ? 1u : 0u));
-    }
-  UnionFind groups(n);
-  for (const ViewEdge& e : g.edges)
-    if (isOp(g.nodes[e.from]) && isOp(g.nodes[e.to]) && !comm(e.from) && !comm(e.to) &&
-        stage[e.from] == stage[e.to])
-      groups.unite(e.from, e.to);
-  contract(g, groups, 2);
 }
 
 }  // namespace spopt

@@ -22,6 +22,7 @@ struct ViewNode {
   uint32_t position = 0;         // OpNode: its position in its block
   std::string_view name;         // Input, Fetch: the var's name
   size_t folded_ops = 0;         // Folded: how many ops it stands for
+  size_t folded_collectives = 0;  // Folded: how many of them are collectives
   std::vector<std::string> notes;  // Changed: what changed ("attrs.approximate", "moved")
 };
 
@@ -29,6 +30,7 @@ struct ViewEdge {
   uint32_t from = 0, to = 0;
   const Var* var = nullptr;  // for the label (the AFTER var when it exists on both sides)
   ViewStatus status = ViewStatus::Unchanged;
+  size_t more_vars = 0;      // an edge of a folded node stands for this many more vars
 };
 
 struct ViewGraph {
@@ -48,5 +50,11 @@ void foldUnchangedChains(ViewGraph& g, size_t min_ops);
 // Keeps the collectives and folds the compute between them: ops that are connected and lie after
 // the same number of collectives on their deepest input path become one node. Linear.
 void foldAllButCollectives(ViewGraph& g);
+
+// For a diff: keeps changed ops and ops up to `context` hops from a change; folds the other
+// unchanged ops into regions (as foldAllButCollectives does) of at least `min_ops` ops, each drawn
+// as "… N unchanged ops" (naming the collectives among them). Long unchanged chains are such
+// regions. Program inputs that feed only unchanged ops are left out. Linear.
+void foldAwayFromChanges(ViewGraph& g, size_t context, size_t min_ops);
 
 }  // namespace spopt

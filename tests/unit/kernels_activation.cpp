@@ -129,3 +129,13 @@ TEST_CASE("scale with bias before and after scaling", "[kernels]") {
                    want, tolFor(t));
     }
 }
+
+TEST_CASE("scale takes its factor from ScaleTensor when present", "[kernels]") {
+  Tensor x = randomTensor(DType::Float32, {5});
+  OpRunner r("scale");
+  r.in("X", {x}).in("ScaleTensor", {fromDoubles(DType::Float32, {1}, {-2.0})}).out("Out", {Tensor(DType::Float32, {5})});
+  r.attr("scale", "3.0").attr("bias", "1.0").run();
+  std::vector<double> want;
+  for (double v : toDoubles(x)) want.push_back(-2 * v + 1);
+  requireClose(r.result("Out"), want, 1e-6);
+}

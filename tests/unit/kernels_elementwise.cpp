@@ -132,3 +132,14 @@ TEST_CASE("elementwise ops reject shapes that do not broadcast", "[kernels]") {
   o.out("Out", {Tensor(DType::Float32, {3, 2})});
   REQUIRE_THROWS_AS(o.run(), spopt::rt::KernelError);
 }
+
+TEST_CASE("elementwise with axis drops Y's trailing 1s that do not fit, as Paddle does", "[kernels]") {
+  Tensor x = randomTensor(DType::Float64, {2, 3});
+  std::vector<double> yv = randomValues(3);
+  OpRunner trimmed("elementwise_add");
+  trimmed.in("X", {x}).in("Y", {fromDoubles(DType::Float64, {3, 1}, yv)}).out("Out", {Tensor(DType::Float64, {2, 3})});
+  trimmed.attr("axis", "1").run();
+  std::vector<double> xv = toDoubles(x), want(6);
+  for (size_t i = 0; i < 6; ++i) want[i] = xv[i] + yv[i % 3];
+  requireClose(trimmed.result("Out"), want, 1e-15);
+}

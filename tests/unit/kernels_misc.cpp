@@ -114,3 +114,15 @@ TEST_CASE("missing inputs and bad attributes are KernelErrors naming the op", "[
 TEST_CASE("blasCoreName names the OpenBLAS kernel set", "[kernels]") {
   REQUIRE_FALSE(spopt::rt::blasCoreName().empty());
 }
+
+TEST_CASE("fill_constant takes its value from ValueTensor, and reshape2 its shape from Shape", "[kernels]") {
+  OpRunner f("fill_constant");
+  f.in("ValueTensor", {fromDoubles(DType::Float64, {1}, {2.5})}).out("Out", {Tensor(DType::Float64, {3})});
+  f.attr("shape", "[3]").attr("dtype", "6").attr("value", "0.0").run();
+  requireClose(f.result("Out"), {2.5, 2.5, 2.5}, 0);
+  Tensor x = fromDoubles(DType::Float32, {2, 6}, sequence(12));
+  OpRunner r("reshape2");
+  r.in("X", {x}).in("Shape", {fromDoubles(DType::Int64, {2}, {4, -1})}).out("Out", {Tensor(DType::Float32, {4, 3})});
+  r.attr("shape", "[12]").run();
+  requireClose(r.result("Out"), sequence(12), 0);
+}

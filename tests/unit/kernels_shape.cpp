@@ -141,3 +141,28 @@ TEST_CASE("split by num and by sections, then concat joins the parts back", "[ke
   cat.attr("axis", "0");
   REQUIRE_THROWS_WITH(cat.run(), Catch::Contains("differ outside axis 0"));
 }
+
+TEST_CASE("transpose2_grad and reshape2_grad match finite differences of their forwards", "[kernels]") {
+  Dims s{2, 3, 4}, perm{2, 0, 1}, ts{4, 2, 3}, rs{6, 4};
+  std::map<std::string, std::vector<double>> in{{"X", randomValues(numel(s))}};
+  for (bool transpose : {true, false}) {
+    CAPTURE(transpose);
+    const Dims& os = transpose ? ts : rs;
+    std::vector<double> proj = randomValues(numel(os));
+    auto forward = [&](DType t, const std::vector<double>& x) {
+      OpRunner r(transpose ? "transpose2" : "reshape2");
+      r.in("X", {fromDoubles(t, s, x)}).out("Out", {Tensor(t, os)}).out("XShape", {Tensor(t, withZero(s))});
+      if (transpose) r.attr("axis", dimsJson(perm));
+      else r.attr("shape", "[6,-1]");
+      return r.run().result("Out");
+    };
+    Forward fwd = [&](const auto& v) { return toDoubles(forward(DType::Float64, v.at("X"))); };
+    for (DType t : floatTypes()) {
+      OpRunner g(transpose ? "transpose2_grad" : "reshape2_grad");
+      g.in("XShape", {Tensor(t, withZero(s))}).in("Out@GRAD", {fromDoubles(t, os, proj)}).out("X@GRAD", {Tensor(t, s)});
+      if (transpose) g.attr("axis", dimsJson(perm));
+      g.run();
+      requireGradMatchesFD(fwd, in, "X", proj, toDoubles(g.result("X@GRAD")), t == DType::Float64 ? 1e-6 : 1e-5);
+    }
+  }
+}

@@ -124,3 +124,68 @@ TEST_CASE("Graphviz runs as a filter and its failures are reported", "[views][gr
   for (int i = 0; i < 3000; ++i) big += "  n" + std::to_string(i) + " -> n" + std::to_string(i + 1) + ";\n";
   CHECK(dotToSvg(big + "}\n").size() > 100000);
 }
+
+TEST_CASE("a diff graph folds what lies away from the changes", "[views][graph]") {
+  // relu x8 then gelu; only gelu changes. Context 1 keeps the last relu; the other seven fold.
+  auto before = makeJob({chain(8, false)});
+  auto after = makeJob({chain(8, true)});
+  JobDiff d = diffJobs(*before, *after);
+  ViewGraph g = buildDiffGraph(d.ranks[0], false);
+  foldAwayFromChanges(g, 1, 3);
+  REQUIRE(countKind(g, ViewNode::Folded) == 1);
+  for (const ViewNode& v : g.nodes)
+    if (v.kind == ViewNode::Folded) CHECK(v.folded_ops == 7);
+  CHECK(countKind(g, ViewNode::OpNode) == 2);
+  CHECK(countKind(g, ViewNode::Input) == 0);
+
+  ViewGraph wide = buildDiffGraph(d.ranks[0], false);
+  foldAwayFromChanges(wide, 3, 3);  // three hops of context: five relus left to fold
+  for (const ViewNode& v : wide.nodes)
+    if (v.kind == ViewNode::Folded) CHECK(v.folded_ops == 5);
+  CHECK(countKind(wide, ViewNode::OpNode) == 4);
+
+  ViewGraph none = buildDiffGraph(d.ranks[0], false);
+  foldAwayFromChanges(none, 1, 0);  // 0: never fold
+  CHECK(countKind(none, ViewNode::OpNode) == 9);
+}
+
+TEST_CASE("folded regions of a diff name the collectives they hide", "[views][graph]") {
+  std::string vars = join({var("a"), var("b"), var("c"), var("d"), var("e"), var("f")});
+  auto ops = [](const char* approximate) {
+    return join({op("relu", "a", "b"), op("all_reduce", "b", "c", R"({"ring_id":0})", "x", "out"), op("relu", "c", "d"),
+                 op("relu", "d", "e"), op("gelu", "e", "f", std::string(R"({"approximate":)") + approximate + "}")});
+  };
+  auto before = makeJob({{vars, ops("false")}});
+  auto after = makeJob({{vars, ops("true")}});
+  JobDiff d = diffJobs(*before, *after);
+  ViewGraph g = buildDiffGraph(d.ranks[0], false);
+  foldAwayFromChanges(g, 1, 2);
+  // Only gelu changed; with one hop of context relu(d) stays. relu(a), the all-reduce and relu(c)
+  // are connected and have no kept op above them: one region, and it holds a collective.
+  size_t folded = 0;
+  for (const ViewNode& v : g.nodes)
+    if (v.kind == ViewNode::Folded) {
+      ++folded;
+      CHECK(v.folded_ops == 3);
+      CHECK(v.folded_collectives == 1);
+    }
+  CHECK(folded == 1);
+  CHECK(graphToDot(g, "t").find("(1 collective)") != std::string::npos);
+}
+
+TEST_CASE("edges of a folded node are bundled per neighbour", "[views][graph]") {
+  std::string vars = join({var("a"), var("b"), var("c"), var("d"), var("e")});
+  auto ops = [](const char* axis) {
+    return join({op("relu", "a", "b"), op("relu", "b", "c"), op("gelu", "b", "d"),
+                 op("concat", "c,d", "e", std::string(R"({"axis":)") + axis + "}")});
+  };
+  auto before = makeJob({{vars, ops("0")}});
+  auto after = makeJob({{vars, ops("1")}});
+  JobDiff d = diffJobs(*before, *after);
+  ViewGraph g = buildDiffGraph(d.ranks[0], false);
+  foldAwayFromChanges(g, 0, 2);
+  REQUIRE(countKind(g, ViewNode::Folded) == 1);
+  REQUIRE(g.edges.size() == 1);  // c and d, from the folded region to concat
+  CHECK(g.edges[0].more_vars == 1);
+  CHECK(graphToDot(g, "t").find("+1 more var\"") != std::string::npos);
+}

@@ -181,6 +181,20 @@ template <typename T, typename F> T laneMax(int64_t n, F&& f) {
   return m;
 }
 
+// One softmax row of `len` elements `st` apart; Contiguous (st == 1, the usual last axis) is a
+// compile-time case so its loops vectorise.
+template <typename T, bool Contiguous>
+void softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
+  const int64_t st = Contiguous ? 1 : stride;
+  T m = laneMax<T>(len, [&](int64_t k) { return row[k * st]; });
+  for (int64_t k = 0; k < len; ++k) {
+    if constexpr (std::is_same_v<T, float>) orow[k * st] = fastExp(row[k * st] - m);
+    else orow[k * st] = std::exp(row[k * st] - m);
+  }
+  T inv = T(1.0 / laneSum(len, [&](int64_t k) { return double(orow[k * st]); }));
+  for (int64_t k = 0; k < len; ++k) orow[k * st] *= inv;
+}
+
 // softmax along `axis` (default -1): max-shifted exponentials (fastExp for float32), the
 // denominator summed in double.
 void softmax(KernelContext& c) {
@@ -193,18 +207,18 @@ void softmax(KernelContext& c) {
     if (v.len == 0) return;
     for (int64_t a = 0; a < v.outer; ++a)
       for (int64_t b = 0; b < v.inner; ++b) {
-        const T* row = xp + a * v.len * v.inner + b;
-        T* orow = o + a * v.len * v.inner + b;
-        int64_t st = v.inner;
-        T m = laneMax<T>(v.len, [&](int64_t k) { return row[k * st]; });
-        for (int64_t k = 0; k < v.len; ++k) {
-          if constexpr (std::is_same_v<T, float>) orow[k * st] = fastExp(row[k * st] - m);
-          else orow[k * st] = std::exp(row[k * st] - m);
-        }
-        T inv = T(1.0 / laneSum(v.len, [&](int64_t k) { return double(orow[k * st]); }));
-        for (int64_t k = 0; k < v.len; ++k) orow[k * st] *= inv;
+        int64_t base = a * v.len * v.inner + b;
+        if (v.inner == 1) softmaxRow<T, true>(xp + base, o + base, v.len, 1);
+        else softmaxRow<T, false>(xp + base, o + base, v.len, v.inner);
       }
   });
+}
+
+template <typename T, bool Contiguous>
+void softmaxGradRow(const T* o, const T* gp, T* d, int64_t len, int64_t stride) {
+  const int64_t st = Contiguous ? 1 : stride;
+  double dot = laneSum(len, [&](int64_t k) { return double(o[k * st]) * double(gp[k * st]); });
+  for (int64_t k = 0; k < len; ++k) d[k * st] = T(double(o[k * st]) * (double(gp[k * st]) - dot));
 }
 
 // softmax_grad: dX = Out * (dOut - sum_axis(dOut * Out)).
@@ -226,9 +240,8 @@ void softmaxGrad(KernelContext& c) {
         const T* o = out.data<T>() + base;
         const T* gp = g.data<T>() + base;
         T* d = dx.data<T>() + base;
-        double dot = laneSum(v.len, [&](int64_t k) { return double(o[k * v.inner]) * double(gp[k * v.inner]); });
-        for (int64_t k = 0; k < v.len; ++k)
-          d[k * v.inner] = T(double(o[k * v.inner]) * (double(gp[k * v.inner]) - dot));
+        if (v.inner == 1) softmaxGradRow<T, true>(o, gp, d, v.len, 1);
+        else softmaxGradRow<T, false>(o, gp, d, v.len, v.inner);
       }
   });
 }

@@ -95,11 +95,20 @@ void dropout(KernelContext& c) {
     using T = decltype(tag);
     const T* xp = x.data<T>();
     T* o = out.data<T>();
-    uint8_t* m = mask ? mask->data<uint8_t>() : nullptr;
-    for (int64_t i = 0; i < n; ++i) {
-      bool keep = dropout_hash::keep(stream, i, threshold);
-      o[i] = keep ? T(s) * xp[i] : T(0);
-      if (m) m[i] = keep ? 1 : 0;
+    auto keep = [&](int64_t i) { return dropout_hash::keep(stream, i, threshold); };
+    // Branch-free loops (with and without a Mask) so the compiler can vectorise the hash.
+    if (mask) {
+      uint8_t* m = mask->data<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) m[i] = uint8_t(keep(i));
+      for (int64_t i = 0; i < n; ++i) {
+        T v = T(s) * xp[i];  // unconditional, so the select below needs no branch
+        o[i] = m[i] ? v : T(0);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        T v = T(s) * xp[i];
+        o[i] = keep(i) ? v : T(0);
+      }
     }
   });
 }
@@ -131,7 +140,10 @@ void dropoutGrad(KernelContext& c) {
     const T* gp = g.data<T>();
     const uint8_t* m = mask.data<uint8_t>();
     T* d = dx.data<T>();
-    for (int64_t i = 0; i < n; ++i) d[i] = m[i] ? T(s) * gp[i] : T(0);
+    for (int64_t i = 0; i < n; ++i) {
+      T v = T(s) * gp[i];
+      d[i] = m[i] ? v : T(0);
+    }
   });
 }
 

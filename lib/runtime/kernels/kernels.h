@@ -2,6 +2,11 @@
 // CPU kernels for the compute and scheduling ops of ../shared/design/ops.md (not collectives: the
 // executor runs those through a Communicator). A kernel reads its inputs and fills outputs that
 // the executor has already allocated with each output var's declared dtype and shape.
+//
+// Families: matmul.cpp (cblas), elementwise.cpp (+ broadcast.h), activation.cpp (gelu, relu,
+// scale, softmax), norm.cpp, shape.cpp (+ permute.h), reduce.cpp, dropout.cpp, misc.cpp; the
+// registry is kernels.cpp. Every kernel is deterministic (fixed summation order, reductions in
+// double) and thread-safe; float32 gelu/softmax use fast_math.h, float64 uses libm.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
