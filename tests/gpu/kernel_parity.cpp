@@ -13,6 +13,7 @@
 
 #include "io/loader.h"
 #include "runtime/executor.h"
+#include "runtime/kernels/kernels.h"
 #include "runtime/nccl/device_executor.h"
 #include "runtime/nccl/device_ops.h"
 #include "runtime/nccl/nccl_backend.h"
@@ -162,6 +163,12 @@ double relError(const Tensor& c, const Tensor& d, double& max_abs, bool& bitwise
 }  // namespace
 
 int main() {
+  // Coverage (needs no GPU): CPU kernels that have no device implementation at all.
+  std::string host_only;
+  for (std::string_view op : supportedKernelOps())
+    if (!findDeviceKernel(op)) host_only += " " + std::string(op);
+  std::cout << "device implementations: " << deviceKernelOps().size() << " ops; CPU-only (run on host copies):"
+            << (host_only.empty() ? " none" : host_only) << "\n";
   try {
     usableDeviceCount();
   } catch (const InputError& e) {
