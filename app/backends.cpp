@@ -5,6 +5,9 @@
 #ifdef SPOPT_HAVE_MPI
 #include "runtime/mpi/mpi_backend.h"
 #endif
+#ifdef SPOPT_HAVE_NCCL
+#include "runtime/nccl/nccl_backend.h"
+#endif
 
 namespace spopt::app {
 
@@ -17,7 +20,14 @@ std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::Back
     throw InputError("--backend", "", "the mpi backend is not built (MPI was not found when sp-opt was configured)");
 #endif
   }
-  throw InputError("--backend", "", "unknown backend '" + name + "' (local, mpi)");
+  if (name == "nccl") {
+#ifdef SPOPT_HAVE_NCCL
+    return rt::makeNcclBackend(opts);
+#else
+    throw InputError("--backend", "", "the nccl backend was not built (CUDA/NCCL not found at configure time)");
+#endif
+  }
+  throw InputError("--backend", "", "unknown backend '" + name + "' (local, mpi, nccl)");
 }
 
 }  // namespace spopt::app

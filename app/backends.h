@@ -1,5 +1,5 @@
 #pragma once
-// Picks a replay backend by name; "mpi" exists only when the build found MPI.
+// Picks a replay backend by name; "mpi" and "nccl" exist only when the build found MPI / CUDA+NCCL.
 #include <memory>
 #include <string>
 

@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "backends.h"
 #include "command.h"
@@ -15,7 +17,7 @@ namespace spopt::app {
 namespace {
 
 struct Options {
-  std::string before, after, backend = "local", inputs;
+  std::string before, after, backend = "local", backend_after, inputs;
   uint64_t seed = 0;
   double rtol = 1e-5, atol = 1e-6, timeout_s = 60;
 };
@@ -39,7 +41,13 @@ std::string cell(const nlohmann::ordered_json& v) {
 
 int runCheck(const Options& o) {
   rt::BackendOptions bo{std::chrono::milliseconds(int64_t(o.timeout_s * 1000))};
+  // --backend-after: replay AFTER on another in-process backend than BEFORE (local vs nccl), in a
+  // separate run after BEFORE's (also when both names are equal: then it tests this path).
+  if (!o.backend_after.empty() && (o.backend == "mpi" || o.backend_after == "mpi"))
+    throw InputError("--backend-after", "", "comparing two backends needs both in one process (local, nccl), not mpi");
   auto backend = makeBackend(o.backend, bo);
+  std::unique_ptr<rt::Backend> backend_after;
+  if (!o.backend_after.empty()) backend_after = makeBackend(o.backend_after, bo);
   try {
     auto before = loadVerifiedJob(o.before);
     auto after = loadVerifiedJob(o.after);
@@ -57,22 +65,37 @@ int runCheck(const Options& o) {
     rt::ExecOptions eo{o.seed, o.inputs, false};
     rt::Tolerance tol{o.rtol, o.atol};
 
-    auto results = backend->run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
-      rt::RankRun b, a;
-      {
-        auto comm = comms.make(*before);
-        b = rt::executeProgram(*before->program(rank), *comm, eo);
-      }
-      {
-        auto comm = comms.make(*after);
-        a = rt::executeProgram(*after->program(rank), *comm, eo);
-      }
+    auto compare = [&](const rt::RankRun& b, const rt::RankRun& a) {
       nlohmann::ordered_json rows = nlohmann::ordered_json::array();
       for (const auto& [name, tb] : b.kept)
         for (const auto& [name_a, ta] : a.kept)
           if (name_a == name) rows.push_back(rt::compareTensors(name, tb, ta, tol));
       return rows.dump();
-    });
+    };
+    std::map<int64_t, std::string> results;
+    if (backend_after) {
+      // BEFORE on one backend, AFTER on another (e.g. local vs nccl), both in this process.
+      backend_after->checkLaunch(*after);
+      std::mutex mu;
+      std::map<int64_t, rt::RankRun> runs_b, runs_a;
+      auto collect = [&](const Job* job, std::map<int64_t, rt::RankRun>* into) {
+        return [&mu, &eo, job, into](int64_t rank, rt::CommFactory& comms) {
+          rt::RankRun r = comms.execute(*job, rank, eo);
+          std::lock_guard lk(mu);
+          into->emplace(rank, std::move(r));
+          return std::string();
+        };
+      };
+      backend->run(ranks, collect(before.get(), &runs_b));
+      backend_after->run(ranks, collect(after.get(), &runs_a));
+      for (int64_t r : ranks) results[r] = compare(runs_b.at(r), runs_a.at(r));
+    } else {
+      results = backend->run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
+        rt::RankRun b = comms.execute(*before, rank, eo);
+        rt::RankRun a = comms.execute(*after, rank, eo);
+        return compare(b, a);
+      });
+    }
     if (!backend->reports()) return backend->agreeOnExit(kExitOk);
 
     size_t compared = 0, bad = 0;
@@ -121,7 +144,9 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        auto o = std::make_shared<Options>();
                        sub.add_option("before", o->before, "The original job (the reference)")->required();
                        sub.add_option("after", o->after, "The rewritten job")->required();
-                       sub.add_option("--backend", o->backend, "local (threads) or mpi (under mpirun)")->capture_default_str();
+                       sub.add_option("--backend", o->backend, "local (threads), mpi (under mpirun) or nccl (GPUs)")->capture_default_str();
+                       sub.add_option("--backend-after", o->backend_after,
+                                      "Replay AFTER on this backend instead (e.g. check JOB JOB --backend local --backend-after nccl)");
                        sub.add_option("--seed", o->seed, "Seed of the generated inputs")->capture_default_str();
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();

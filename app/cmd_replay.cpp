@@ -48,8 +48,7 @@ int runReplay(const Options& o) {
     std::mutex mu;
     std::map<int64_t, rt::RankRun> hosted;  // kept for --dump, written once every rank succeeded
     auto results = backend->run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
-      auto comm = comms.make(*job);
-      rt::RankRun run = rt::executeProgram(*job->program(rank), *comm, eo);
+      rt::RankRun run = comms.execute(*job, rank, eo);
       nlohmann::ordered_json j{{"rank", rank}, {"seconds", run.seconds}, {"peak_bytes", run.peak_bytes}};
       auto& vars = j["vars"] = nlohmann::ordered_json::array();
       for (const auto& [name, t] : run.kept) vars.push_back(rt::summarize(name, t));
@@ -94,7 +93,7 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                      "sp-opt replay testdata/jobs/hand_tp2_legacy.json --dump out/", [](CLI::App& sub) {
                        auto o = std::make_shared<Options>();
                        sub.add_option("job", o->job, "Job file");
-                       sub.add_option("--backend", o->backend, "local (threads) or mpi (under mpirun)")->capture_default_str();
+                       sub.add_option("--backend", o->backend, "local (threads), mpi (under mpirun) or nccl (GPUs)")->capture_default_str();
                        sub.add_option("--seed", o->seed, "Seed of the generated inputs")->capture_default_str();
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");

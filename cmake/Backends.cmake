@@ -9,3 +9,6 @@ if(MPI_C_FOUND)
   # sp-opt is defined after this file is included: link once the directory is processed.
   cmake_language(DEFER CALL target_link_libraries sp-opt PRIVATE spopt_mpi)
 endif()
+
+# The nccl backend: CUDA toolkit + NCCL (cmake/Nccl.cmake says why it is skipped when it is).
+include(${CMAKE_CURRENT_LIST_DIR}/Nccl.cmake)

@@ -84,12 +84,18 @@ class Communicator {
   virtual void finish() {}
 };
 
-// Creates one rank's communicator for a job's process groups. Every rank calls make() for the
-// same jobs in the same order (replay of BEFORE, then AFTER, in `check`).
+struct ExecOptions;  // runtime/executor.h
+struct RankRun;
+
+// Creates one rank's communicator for a job's process groups. Every rank calls make() (or
+// execute()) for the same jobs in the same order (replay of BEFORE, then AFTER, in `check`).
 class CommFactory {
  public:
   virtual ~CommFactory() = default;
   virtual std::unique_ptr<Communicator> make(const Job& job) = 0;
+  // Runs `rank`'s program of `job`: by default the host executor on make(job)'s communicator
+  // (executor.cpp); a device backend (nccl) overrides it with its own executor.
+  virtual RankRun execute(const Job& job, int64_t rank, const ExecOptions& o);
 };
 
 // Runs a task for every rank (threads in one process, or one process per rank) and returns

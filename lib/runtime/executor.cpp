@@ -14,12 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const Block& entryBlock(const Program& p) {
-  for (const auto& b : p.blocks)
-    if (b->parent_idx < 0) return *b;
-  return *p.blocks.front();
-}
-
 std::string opAt(const Program& p, const Block& b, size_t index) {
   return "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b.position) + "/ops/" + std::to_string(index);
 }
@@ -94,6 +88,17 @@ class OpIO final : public KernelIO {
 
 }  // namespace
 
+const Block& entryBlock(const Program& p) {
+  for (const auto& b : p.blocks)
+    if (b->parent_idx < 0) return *b;
+  return *p.blocks.front();
+}
+
+RankRun CommFactory::execute(const Job& job, int64_t rank, const ExecOptions& o) {
+  auto comm = make(job);
+  return executeProgram(*job.program(rank), *comm, o);
+}
+
 Liveness computeLiveness(const Program& p) {
   Liveness l;
   if (p.blocks.empty()) return l;
@@ -148,9 +153,7 @@ void checkReplayable(const Program& p) {
                                     "\" (rank " + std::to_string(p.rank) + ") has an unknown (-1) dim; replay needs every shape");
 }
 
-namespace {
-
-Tensor loadInput(const Var& v, int64_t rank, const ExecOptions& o) {
+Tensor programInput(const Var& v, int64_t rank, const ExecOptions& o) {
   if (!o.inputs_dir.empty()) {
     std::filesystem::path file = std::filesystem::path(o.inputs_dir) / (std::string(v.name) + ".npy");
     std::error_code ec;
@@ -170,8 +173,6 @@ Tensor loadInput(const Var& v, int64_t rank, const ExecOptions& o) {
   }
   return fillInput(v, rank, o.seed);
 }
-
-}  // namespace
 
 RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& o) {
   RankRun run;
@@ -193,7 +194,7 @@ RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& 
     auto fail = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
     // Inputs: generate program inputs on first read.
     forEachArg(op.inputs, [&](const Var& v) {
-      if (values.at(v).empty() && is_input[v.id]) values.set(v, loadInput(v, p.rank, o));
+      if (values.at(v).empty() && is_input[v.id]) values.set(v, programInput(v, p.rank, o));
     });
     // Outputs: fresh buffers of the declared dtype and shape (an in-place output such as sgd's
     // ParamOut gets its own buffer, so the kernel reads the old value intact).
@@ -275,7 +276,7 @@ RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& 
     if (listed[v.id]) return;
     listed[v.id] = 1;
     Tensor& t = values.at(v);
-    run.kept.emplace_back(std::string(v.name), t.empty() ? loadInput(v, p.rank, o) : t);
+    run.kept.emplace_back(std::string(v.name), t.empty() ? programInput(v, p.rank, o) : t);
   };
   for (std::string_view name : p.fetch)
     if (const Var* v = b.lookup(name)) keep(*v);

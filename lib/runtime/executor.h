@@ -53,4 +53,12 @@ void checkReplayable(const Program& p);
 
 RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& o);
 
+// The value of program input `v` on `rank`: DIR/NAME.npy from o.inputs_dir when present (its
+// global or local shape), else the generated one (runtime/inputs.h). Shared with the nccl
+// backend's device executor, which fills inputs on the host and copies them up.
+Tensor programInput(const Var& v, int64_t rank, const ExecOptions& o);
+
+// The entry block of `p` (parent_idx < 0), whose ops replay runs in order.
+const Block& entryBlock(const Program& p);
+
 }  // namespace spopt::rt

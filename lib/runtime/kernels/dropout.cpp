@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/kernels/dropout_hash.h"
 #include "runtime/kernels/kernel_util.h"
 #include "support/hash.h"
 #include "runtime/kernels/registry.h"
@@ -26,7 +27,6 @@ namespace spopt::rt {
 namespace {
 
 using spopt::fnv1a64;
-constexpr uint64_t mix(uint64_t z) { return mix64(z); }
 
 struct DropoutAttrs {
   double p;
@@ -81,7 +81,7 @@ void dropout(KernelContext& c) {
   const Slot* mask_slot = c.op.output("Mask");
   std::string_view mask_name = mask_slot && !mask_slot->args.empty() ? mask_slot->args[0].name : std::string_view();
   uint64_t op_seed = uint64_t(intAttr(c, "seed", 0));
-  uint64_t stream = mix(mix(mix(mix(c.seed) ^ op_seed) ^ fnv1a64(mask_name)) ^ uint64_t(c.rank));
+  uint64_t stream = dropout_hash::stream(c.seed, op_seed, fnv1a64(mask_name), uint64_t(c.rank));
   // keep iff u >= p, i.e. the 53-bit draw >= ceil(p * 2^53) (p = 1 drops all, p = 0 keeps all).
   const uint64_t threshold = uint64_t(std::ceil(a.p * 9007199254740992.0));
   double s = keptScale(a);
@@ -89,7 +89,7 @@ void dropout(KernelContext& c) {
     using T = decltype(tag);
     const T* xp = x.data<T>();
     T* o = out.data<T>();
-    auto keep = [&](int64_t i) { return (mix(stream + uint64_t(i + 1) * 0x9E3779B97F4A7C15ULL) >> 11) >= threshold; };
+    auto keep = [&](int64_t i) { return dropout_hash::keep(stream, i, threshold); };
     // Branch-free loops (with and without a Mask) so the compiler can vectorise the hash.
     if (mask) {
       uint8_t* m = mask->data<uint8_t>();

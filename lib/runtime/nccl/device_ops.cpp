@@ -1,0 +1,35 @@
+#include "runtime/nccl/device_ops.h"
+
+#include <algorithm>
+
+#include "runtime/nccl/device_op_util.h"
+
+namespace spopt::rt {
+namespace {
+
+const device_ops::DeviceOpTable& table() {
+  static const device_ops::DeviceOpTable t = [] {
+    device_ops::DeviceOpTable k;
+    device_ops::registerMathOps(k);
+    device_ops::registerPointwiseOps(k);
+    device_ops::registerMovementOps(k);
+    return k;
+  }();
+  return t;
+}
+
+}  // namespace
+
+DeviceKernelFn findDeviceKernel(std::string_view op_type) {
+  auto it = table().find(op_type);
+  return it == table().end() ? nullptr : it->second;
+}
+
+std::vector<std::string_view> deviceKernelOps() {
+  std::vector<std::string_view> ops;
+  for (const auto& [type, fn] : table()) ops.push_back(type);
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+}  // namespace spopt::rt
