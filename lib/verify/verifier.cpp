@@ -40,17 +40,12 @@ class Verifier {
   const Job& job_;
   const VerifyOptions& opts_;
   std::vector<Diagnostic> problems_;
-  // Op positions, computed once per block so messages cost O(1) each.
-  std::unordered_map<const Op*, size_t> op_pos_;
 
   void report(std::string pointer, std::string message) {
     if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
   }
-  std::string opPtr(const Op& op) {
-    auto it = op_pos_.find(&op);
-    return "/programs/" + std::to_string(op.block->program->position) + "/blocks/" +
-           std::to_string(op.block->position) + "/ops/" + std::to_string(it == op_pos_.end() ? 0 : it->second);
-  }
+  // Positions are found by walking the block: only the (at most max_problems) messages pay it.
+  std::string opPtr(const Op& op) { return opPointer(op); }
 
   void checkGroups() {
     std::set<int64_t> rings;
@@ -97,9 +92,8 @@ class Verifier {
   }
 
   void checkBlock(const Program& p, const Block& b) {
-    size_t i = 0;
-    for (const Op& op : b.ops) op_pos_[&op] = i++;
     for (const Op& op : b.ops) {
+      if (problems_.size() >= opts_.max_problems) return;  // messages walk the block: stay linear
       bool resolved = true;
       for (int dir = 0; dir < 2; ++dir) {
         const auto& slots = dir == 0 ? op.inputs : op.outputs;
