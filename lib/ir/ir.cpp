@@ -103,6 +103,15 @@ Var* Op::out(std::string_view slot, size_t i) const {
   const Slot* s = output(slot);
   return s && i < s->args.size() ? s->args[i].var : nullptr;
 }
+size_t Op::inputCount(std::string_view slot) const {
+  const Slot* s = input(slot);
+  return s ? s->args.size() : 0;
+}
+size_t Op::outputCount(std::string_view slot) const {
+  const Slot* s = output(slot);
+  return s ? s->args.size() : 0;
+}
+
 std::string Op::executionStream() const {
   if (!hasDistAttr()) return "default";
   auto s = dist_attr.getString("execution_stream");

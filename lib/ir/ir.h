@@ -107,6 +107,8 @@ struct Op {
   // The first arg of a slot, or null.
   Var* in(std::string_view slot, size_t i = 0) const;
   Var* out(std::string_view slot, size_t i = 0) const;
+  size_t inputCount(std::string_view slot) const;   // args in the slot, 0 when absent
+  size_t outputCount(std::string_view slot) const;
   bool hasDistAttr() const { return hasField(fields, "dist_attr"); }
   std::string executionStream() const;  // "default" when absent
 };

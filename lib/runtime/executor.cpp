@@ -59,26 +59,19 @@ class OpIO final : public KernelIO {
  public:
   OpIO(const Op& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
   const Tensor* input(std::string_view slot, size_t i) const override {
-    const Slot* s = op_.input(slot);
-    if (!s || i >= s->args.size() || !s->args[i].var) return nullptr;
-    Tensor& t = values_.at(*s->args[i].var);
+    const Var* var = op_.in(slot, i);
+    if (!var) return nullptr;
+    Tensor& t = values_.at(*var);
     return t.empty() ? nullptr : &t;
   }
-  size_t inputCount(std::string_view slot) const override {
-    const Slot* s = op_.input(slot);
-    return s ? s->args.size() : 0;
-  }
+  size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
   Tensor* output(std::string_view slot, size_t i) override {
-    const Slot* s = op_.output(slot);
-    if (!s || i >= s->args.size() || !s->args[i].var) return nullptr;
+    const Var* var = op_.out(slot, i);
     for (auto& [v, t] : outs_)
-      if (v == s->args[i].var) return &t;
+      if (var && v == var) return &t;
     return nullptr;
   }
-  size_t outputCount(std::string_view slot) const override {
-    const Slot* s = op_.output(slot);
-    return s ? s->args.size() : 0;
-  }
+  size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
   const Op& op_;

@@ -110,26 +110,19 @@ class OpDevIO final : public DeviceOpIO {
  public:
   OpDevIO(const Op& op, DevValues& values, std::vector<std::pair<const Var*, DevTensor>>& outs) : op_(op), values_(values), outs_(outs) {}
   const DevTensor* input(std::string_view slot, size_t i) const override {
-    const Slot* s = op_.input(slot);
-    if (!s || i >= s->args.size() || !s->args[i].var) return nullptr;
-    DevValue& v = values_.at(*s->args[i].var);
+    const Var* var = op_.in(slot, i);
+    if (!var) return nullptr;
+    DevValue& v = values_.at(*var);
     return v.t.empty() ? nullptr : &v.t;
   }
-  size_t inputCount(std::string_view slot) const override {
-    const Slot* s = op_.input(slot);
-    return s ? s->args.size() : 0;
-  }
+  size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
   DevTensor* output(std::string_view slot, size_t i) override {
-    const Slot* s = op_.output(slot);
-    if (!s || i >= s->args.size() || !s->args[i].var) return nullptr;
+    const Var* var = op_.out(slot, i);
     for (auto& [v, t] : outs_)
-      if (v == s->args[i].var) return &t;
+      if (var && v == var) return &t;
     return nullptr;
   }
-  size_t outputCount(std::string_view slot) const override {
-    const Slot* s = op_.output(slot);
-    return s ? s->args.size() : 0;
-  }
+  size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
   const Op& op_;
@@ -143,25 +136,19 @@ class HostCopiesIO final : public KernelIO {
   explicit HostCopiesIO(const Op& op) : op_(op) {}
   std::map<const Var*, Tensor> ins, outs;
   const Tensor* input(std::string_view slot, size_t i) const override {
-    const Slot* s = op_.input(slot);
-    if (!s || i >= s->args.size() || !s->args[i].var) return nullptr;
-    auto it = ins.find(s->args[i].var);
+    const Var* var = op_.in(slot, i);
+    if (!var) return nullptr;
+    auto it = ins.find(var);
     return it == ins.end() ? nullptr : &it->second;
   }
-  size_t inputCount(std::string_view slot) const override {
-    const Slot* s = op_.input(slot);
-    return s ? s->args.size() : 0;
-  }
+  size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
   Tensor* output(std::string_view slot, size_t i) override {
-    const Slot* s = op_.output(slot);
-    if (!s || i >= s->args.size() || !s->args[i].var) return nullptr;
-    auto it = outs.find(s->args[i].var);
+    const Var* var = op_.out(slot, i);
+    if (!var) return nullptr;
+    auto it = outs.find(var);
     return it == outs.end() ? nullptr : &it->second;
   }
-  size_t outputCount(std::string_view slot) const override {
-    const Slot* s = op_.output(slot);
-    return s ? s->args.size() : 0;
-  }
+  size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
   const Op& op_;
