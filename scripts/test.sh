@@ -19,7 +19,10 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   cmake --build build-asan -j"$JOBS"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
-  (cd build-asan && ctest --output-on-failure -j"$JOBS")
+  (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '^script/mpi_')
+  # OpenMPI's dlopen'd components leak at exit and cannot be symbolised (so not suppressed by
+  # name): under mpirun, ASan checks memory errors with leak detection off.
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -R '^script/mpi_')
   unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
 
