@@ -18,6 +18,8 @@ struct Command {
 };
 
 std::vector<Command>& commands();
+// The process's own argv, for re-executing a sibling binary with the same arguments.
+std::vector<char*>& originalArgs();
 
 // Freeing a multi-gigabyte IR takes seconds of allocator work that the process exit makes
 // unnecessary: commands hand their jobs here when done (still reachable, so LSan stays quiet).

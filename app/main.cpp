@@ -13,10 +13,16 @@ std::vector<Command>& commands() {
   static std::vector<Command> all;
   return all;
 }
+std::vector<char*>& originalArgs() {
+  static std::vector<char*> args;
+  return args;
+}
 }  // namespace spopt::app
 
 int main(int argc, char** argv) {
   using namespace spopt;
+  app::originalArgs().assign(argv, argv + argc);
+  app::originalArgs().push_back(nullptr);
   auto& cmds = app::commands();
   std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
 
