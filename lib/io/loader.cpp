@@ -1,16 +1,14 @@
 #include "io/loader.h"
 
+#include <absl/container/flat_hash_map.h>
 #include <simdjson.h>
 
 #include <atomic>
-#include <cstring>
-#include <cstdio>
 #include <mutex>
-#include <optional>
 #include <thread>
-#include <iostream>
-#include <iterator>
 
+#include "io/source.h"
+#include "io/top_level_scan.h"
 #include "ir/json_text.h"
 #include "support/error.h"
 
@@ -18,10 +16,6 @@ namespace spopt {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-struct PaddedSource : SourceBuffer {
-  simdjson::padded_string bytes;
-};
 
 constexpr int64_t kMaxDim = int64_t(1) << 40;  // a dim beyond this is absurd, not a tensor
 
@@ -33,8 +27,11 @@ struct PathStep {
 
 class Loader {
  public:
-  // `shared` guards the job's arena and layout table when several loaders fill one job.
-  Loader(Job& job, const std::string& name, std::mutex* shared = nullptr) : job_(job), name_(name), shared_(shared) {}
+  // Text the IR keeps is copied into `arena` (one per thread). `shared` guards the job's layout
+  // table when several loaders fill one job; `release` hands back parsed bytes as the parse goes.
+  Loader(Job& job, const std::string& name, Arena& arena, std::mutex* shared = nullptr)
+      : job_(job), name_(name), arena_(arena), shared_(shared) {}
+  void releaseBehind(ReleaseBehind* r) { release_ = r; }
 
   // One element of the "programs" array, parsed on its own (see loadPrograms).
   void runProgram(const char* text, size_t len, size_t capacity, size_t index, Program& p) {
@@ -62,10 +59,10 @@ class Loader {
     parseJob(root);
   }
 
-  void run(const simdjson::padded_string& bytes) {
+  void run(const char* text, size_t len, size_t capacity) {
     od::document doc;
-    check(parser_.iterate(bytes).get(doc));
-    checkNothingAfter(bytes, doc);
+    check(parser_.iterate(text, len, capacity).get(doc));
+    checkNothingAfter(std::string_view(text, len), doc);
     od::object root;
     check(doc.get_object().get(root));
     parseJob(root);
@@ -74,7 +71,13 @@ class Loader {
  private:
   Job& job_;
   const std::string& name_;
+  Arena& arena_;
   std::mutex* shared_;
+  ReleaseBehind* release_ = nullptr;
+  // Interned text: names that repeat (op types, slot and key names) and raw JSON values (attrs and
+  // dist_attrs repeat across most ops), mapped from their text in the file to their stored form.
+  // A raw value seen before is neither validated nor minified again.
+  absl::flat_hash_map<std::string_view, std::string_view> words_, raws_;
   const std::vector<Field>* last_layout_ = nullptr;
   od::parser parser_;
   simdjson::dom::parser validator_;
@@ -87,7 +90,7 @@ class Loader {
   // On-demand parsing stops at the root object's closing brace; anything after it but
   // whitespace is an error (two concatenated documents, garbage appended by a crashed writer).
   // Skipping the root object costs a walk of the structural index only (no value parsing).
-  void checkNothingAfter(const simdjson::padded_string& bytes, od::document& doc) {
+  void checkNothingAfter(std::string_view bytes, od::document& doc) {
     od::object root;
     if (auto err = doc.get_object().get(root)) {
       if (err == simdjson::INCORRECT_TYPE) fail("the document must be a JSON object");
@@ -132,10 +135,21 @@ class Loader {
     ~Scope() { --l.depth_; }
   };
 
-  std::string_view store(std::string_view text) {
-    if (!shared_) return job_.arena.store(text);
-    std::lock_guard<std::mutex> lock(*shared_);
-    return job_.arena.store(text);
+  std::string_view store(std::string_view text) { return arena_.store(text); }
+  std::string_view word(std::string_view text) {
+    auto it = words_.find(text);
+    if (it != words_.end()) return it->second;
+    std::string_view kept = store(text);
+    words_.emplace(kept, kept);
+    return kept;
+  }
+  // Keys of fields that are not replaced by a shared layout.
+  void keepKeys(Fields& f) {
+    for (Field& x : f.mutableItems()) x.key = word(x.key);
+  }
+  // Drops the bytes behind `v` every so many elements of a long array.
+  void progress(od::value& v, int64_t i) {
+    if (release_ && (i & 255) == 0) release_->advance(v.raw_json_token().data());
   }
 
   // ---- scalars ------------------------------------------------------------------------------
@@ -214,18 +228,23 @@ class Loader {
       while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' || text.back() == '\r'))
         text.remove_suffix(1);
       validateScalar(v, t);
-      return text;
+      return store(text);
     }
+    auto it = raws_.find(text);
+    if (it != raws_.end()) return it->second;
     simdjson::dom::element el;
     check(validator_.parse(text.data(), text.size()).get(el));
     bool has_space = false;
     for (char c : text) has_space |= (c == ' ' || c == '\n' || c == '\t' || c == '\r');
-    if (!has_space) return text;
-    std::string minified(text.size(), '\0');
-    size_t len = 0;
-    check(simdjson::minify(text.data(), text.size(), minified.data(), len));
-    minified.resize(len);
-    return store(minified);
+    std::string_view kept_text = store(text), kept = kept_text;
+    if (has_space) {
+      std::string minified(text.size(), '\0');
+      size_t len = 0;
+      check(simdjson::minify(text.data(), text.size(), minified.data(), len));
+      kept = store(std::string_view(minified.data(), len));
+    }
+    raws_.emplace(kept_text, kept);
+    return kept;
   }
   void validateScalar(od::value& v, od::json_type t) {
     switch (t) {
@@ -276,7 +295,7 @@ class Loader {
   // Known-keys-only layouts are interned: most vars and ops of a job share a handful.
   void share(Fields& f) {
     for (const Field& x : f)
-      if (!x.known()) return;
+      if (!x.known()) return keepKeys(f);
     auto same = [&](const std::vector<Field>* l) {
       if (!l || l->size() != f.size()) return false;
       for (size_t i = 0; i < l->size(); ++i)
@@ -360,6 +379,7 @@ class Loader {
       g.fields.push_back({k, {}});
     }
     require(g.fields, {"ring_id", "ranks"}, "a process group");
+    keepKeys(g.fields);
     return g;
   }
 
@@ -377,7 +397,7 @@ class Loader {
           od::value ev;
           check(std::move(e).get(ev));
           Scope si(*this, i++);
-          p.fetch.push_back(getString(ev, "(a var name)"));
+          p.fetch.push_back(store(getString(ev, "(a var name)")));
         }
       } else if (k == "blocks") {
         int64_t i = 0;
@@ -398,6 +418,7 @@ class Loader {
       p.fields.push_back({k, {}});
     }
     require(p.fields, {"rank", "blocks"}, "a program");
+    keepKeys(p.fields);
   }
 
   void parseBlock(od::value v, Block& b) {
@@ -415,6 +436,7 @@ class Loader {
         for (auto e : getArray(field.value(), "of vars")) {
           od::value ev;
           check(std::move(e).get(ev));
+          progress(ev, i);
           Scope si(*this, i++);
           Var var = parseVar(ev);
           if (b.findLocal(var.name)) fail("var \"" + std::string(var.name) + "\" is declared twice in this block");
@@ -425,6 +447,7 @@ class Loader {
         for (auto e : getArray(field.value(), "of ops")) {
           od::value ev;
           check(std::move(e).get(ev));
+          progress(ev, i);
           Scope si(*this, i++);
           Op& op = b.ops.emplace_back();
           op.self = std::prev(b.ops.end());
@@ -439,6 +462,7 @@ class Loader {
       b.fields.push_back({k, {}});
     }
     require(b.fields, {"idx", "vars", "ops"}, "a block");
+    keepKeys(b.fields);
   }
 
   Var parseVar(od::value v) {
@@ -449,7 +473,7 @@ class Loader {
       std::string_view k = key(field);
       Scope s(*this, k);
       if (k == "name") {
-        var.name = getString(field.value(), "for \"name\"");
+        var.name = store(getString(field.value(), "for \"name\""));
         if (var.name.empty()) fail("a var name must not be empty");
       } else if (k == "shape") {
         int64_t i = 0;
@@ -483,19 +507,25 @@ class Loader {
     return var;
   }
 
-  void parseSlots(od::value v, std::vector<Slot>& slots, const char* what) {
+  // An argument names a var of this block (resolved now, viewing the var's name) or, rarely, of an
+  // ancestor or one declared later (its name is kept; resolve() looks it up when all is loaded).
+  void parseSlots(od::value v, const Block& b, std::vector<Slot>& slots, const char* what) {
     for (auto f : getObject(v, what)) {
       od::field field;
       check(std::move(f).get(field));
       Slot slot;
-      slot.name = key(field);
+      slot.name = word(key(field));
       Scope s(*this, slot.name);
       int64_t i = 0;
       for (auto e : getArray(field.value(), "of var names")) {
         od::value ev;
         check(std::move(e).get(ev));
         Scope si(*this, i++);
-        slot.args.push_back({getString(ev, "(a var name)"), nullptr});
+        std::string_view name = getString(ev, "(a var name)");
+        if (Var* var = b.findLocal(name))
+          slot.args.push_back({var->name, var});
+        else
+          slot.args.push_back({store(name), nullptr});
       }
       slots.push_back(std::move(slot));
     }
@@ -508,12 +538,12 @@ class Loader {
       std::string_view k = key(field);
       Scope s(*this, k);
       if (k == "type") {
-        op.type = getString(field.value(), "for \"type\"");
+        op.type = word(getString(field.value(), "for \"type\""));
         if (op.type.empty()) fail("an op type must not be empty");
       } else if (k == "inputs") {
-        parseSlots(field.value(), op.inputs, "for \"inputs\"");
+        parseSlots(field.value(), *op.block, op.inputs, "for \"inputs\"");
       } else if (k == "outputs") {
-        parseSlots(field.value(), op.outputs, "for \"outputs\"");
+        parseSlots(field.value(), *op.block, op.outputs, "for \"outputs\"");
       } else if (k == "attrs") {
         op.attrs = rawObject(field.value(), "for \"attrs\"");
       } else if (k == "dist_attr") {
@@ -556,7 +586,7 @@ void resolve(Job& job) {
           for (auto& slot : slots) {
             for (size_t i = 0; i < slot.args.size(); ++i) {
               Arg& a = slot.args[i];
-              a.var = b->lookup(a.name);
+              if (!a.var) a.var = b->lookup(a.name);
               if (!a.var) {
                 std::string where = "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b->position) +
                                     "/ops/" + std::to_string(op_index) + (dir == 0 ? "/inputs/" : "/outputs/") +
@@ -580,125 +610,13 @@ void resolve(Job& job) {
 // of its own lets ranks load on several threads, and keeps simdjson's structural index to the
 // size of one program rather than the whole file.
 
-struct Span {
-  size_t begin = 0, end = 0;
-};
-struct TopLevel {
-  Span programs;               // the "programs" array, brackets included
-  std::vector<Span> elements;  // each program object
-};
-
-// Finds the "programs" array and its elements without building anything. Any surprise returns
-// nullopt and the whole-document parse runs instead, which reports the problem precisely.
-class TopLevelScanner {
- public:
-  explicit TopLevelScanner(std::string_view text) : t_(text) {}
-
-  std::optional<TopLevel> scan() {
-    TopLevel out;
-    bool found = false;
-    size_t i = ws(0);
-    if (i >= t_.size() || t_[i] != '{') return std::nullopt;
-    i = ws(i + 1);
-    bool first = true;
-    while (i < t_.size() && !(first && t_[i] == '}')) {
-      first = false;
-      if (t_[i] != '"') return std::nullopt;
-      size_t key_end = str(i);
-      if (key_end == kBad) return std::nullopt;
-      std::string_view key = t_.substr(i + 1, key_end - i - 2);
-      i = ws(key_end);
-      if (i >= t_.size() || t_[i] != ':') return std::nullopt;
-      i = ws(i + 1);
-      if (key == "programs") {
-        if (found || i >= t_.size() || t_[i] != '[') return std::nullopt;
-        found = true;
-        size_t end = elements(i, out.elements);
-        if (end == kBad) return std::nullopt;
-        out.programs = {i, end};
-        i = ws(end);
-      } else {
-        size_t end = value(i);
-        if (end == kBad) return std::nullopt;
-        i = ws(end);
-      }
-      if (i < t_.size() && t_[i] == ',') {
-        i = ws(i + 1);
-        if (i < t_.size() && t_[i] == '}') return std::nullopt;  // trailing comma
-      } else if (i >= t_.size() || t_[i] != '}') {
-        return std::nullopt;
-      }
-    }
-    if (!found || i >= t_.size()) return std::nullopt;
-    return out;
-  }
-
- private:
-  static constexpr size_t kBad = std::string_view::npos;
-  std::string_view t_;
-
-  size_t ws(size_t i) const {
-    while (i < t_.size() && (t_[i] == ' ' || t_[i] == '\n' || t_[i] == '\t' || t_[i] == '\r')) ++i;
-    return i;
-  }
-  size_t str(size_t i) const {  // at '"': index after the closing quote
-    const char* base = t_.data();
-    for (++i; i < t_.size();) {
-      const void* q = std::memchr(base + i, '"', t_.size() - i);  // SIMD: strings are most bytes
-      if (!q) return kBad;
-      size_t j = size_t(static_cast<const char*>(q) - base);
-      size_t slashes = 0;
-      while (j - slashes > i && base[j - slashes - 1] == '\\') ++slashes;
-      if (slashes % 2 == 0) return j + 1;
-      i = j + 1;
-    }
-    return kBad;
-  }
-  size_t value(size_t i) const {
-    if (i >= t_.size()) return kBad;
-    if (t_[i] == '"') return str(i);
-    if (t_[i] == '{' || t_[i] == '[') {
-      int depth = 0;
-      while (i < t_.size()) {
-        char c = t_[i];
-        if (c == '"') {
-          i = str(i);
-          if (i == kBad) return kBad;
-          continue;
-        }
-        if (c == '{' || c == '[') ++depth;
-        else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
-        ++i;
-      }
-      return kBad;
-    }
-    size_t b = i;
-    while (i < t_.size() && t_[i] != ',' && t_[i] != '}' && t_[i] != ']' && t_[i] != ' ' && t_[i] != '\n' &&
-           t_[i] != '\t' && t_[i] != '\r')
-      ++i;
-    return i > b ? i : kBad;
-  }
-  size_t elements(size_t i, std::vector<Span>& out) const {  // at '[': index after ']'
-    i = ws(i + 1);
-    if (i < t_.size() && t_[i] == ']') return i + 1;
-    while (i < t_.size()) {
-      size_t end = value(i);
-      if (end == kBad) return kBad;
-      out.push_back({i, end});
-      i = ws(end);
-      if (i < t_.size() && t_[i] == ']') return i + 1;
-      if (i >= t_.size() || t_[i] != ',') return kBad;
-      i = ws(i + 1);
-    }
-    return kBad;
-  }
-};
-
 // Loads a job whose programs array has several elements: the rest of the document first, then
-// the programs on worker threads. Returns false when the layout scan gives up.
-bool loadChunked(Job& job, const simdjson::padded_string& bytes, const std::string& name) {
-  std::string_view text(bytes.data(), bytes.size());
-  auto top = TopLevelScanner(text).scan();
+// the programs on worker threads, each releasing the file's bytes behind it. Returns false when
+// the layout scan gives up.
+bool loadChunked(Job& job, const Source& src, const std::string& name) {
+  std::string_view text = src.text();
+  ReleaseBehind scanned(src, text.data());
+  auto top = scanTopLevel(text, &scanned);
   if (!top || top->elements.size() < 2) return false;
 
   std::string skeleton;
@@ -706,33 +624,37 @@ bool loadChunked(Job& job, const simdjson::padded_string& bytes, const std::stri
   skeleton.append(text.substr(0, top->programs.begin)).append("[]").append(text.substr(top->programs.end));
   size_t skeleton_len = skeleton.size();
   skeleton.append(simdjson::SIMDJSON_PADDING, ' ');
-  std::string_view kept = job.arena.store(std::move(skeleton));  // the header's views point here
-  Loader(job, name).runSkeleton(kept.data(), skeleton_len);
+  std::string_view kept = job.arena.store(skeleton);  // the header's views point here
+  Loader(job, name, job.arena).runSkeleton(kept.data(), skeleton_len);
 
   size_t n = top->elements.size();
+  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), std::min<size_t>(n, 16));
+  job.load_arenas.resize(threads);
   std::vector<std::unique_ptr<Program>> programs(n);
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
   std::mutex shared;
-  auto worker = [&] {
-    Loader loader(job, name, &shared);
+  auto worker = [&](unsigned t) {
+    Loader loader(job, name, job.load_arenas[t], &shared);
     for (size_t i = next++; i < n; i = next++) {
       try {
         auto p = std::make_unique<Program>();
         p->job = &job;
         p->position = i;
         const Span& e = top->elements[i];
-        loader.runProgram(bytes.data() + e.begin, e.end - e.begin, bytes.size() + simdjson::SIMDJSON_PADDING - e.begin, i, *p);
+        ReleaseBehind parsed(src, text.data() + e.begin);
+        loader.releaseBehind(&parsed);
+        loader.runProgram(text.data() + e.begin, e.end - e.begin, src.capacity() - e.begin, i, *p);
+        parsed.finish(text.data() + e.end);
         programs[i] = std::move(p);
       } catch (...) {
         errors[i] = std::current_exception();
       }
     }
   };
-  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), std::min<size_t>(n, 16));
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker, t);
+  worker(0);
   for (auto& th : pool) th.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);  // the first failing program in file order
@@ -740,11 +662,11 @@ bool loadChunked(Job& job, const simdjson::padded_string& bytes, const std::stri
   return true;
 }
 
-std::unique_ptr<Job> loadPadded(std::shared_ptr<PaddedSource> src, const std::string& name, const LoadOptions& opts) {
+std::unique_ptr<Job> load(std::shared_ptr<Source> src, const std::string& name, const LoadOptions& opts) {
   auto job = std::make_unique<Job>();
   job->path = name;
   job->source = src;
-  if (!loadChunked(*job, src->bytes, name)) Loader(*job, name).run(src->bytes);
+  if (!loadChunked(*job, *src, name)) Loader(*job, name, job->arena).run(src->text().data(), src->text().size(), src->capacity());
   job->rebuildIndices();
   if (opts.resolve) resolve(*job);
   return job;
@@ -752,23 +674,10 @@ std::unique_ptr<Job> loadPadded(std::shared_ptr<PaddedSource> src, const std::st
 
 }  // namespace
 
-std::unique_ptr<Job> loadJob(const std::string& path, const LoadOptions& opts) {
-  auto src = std::make_shared<PaddedSource>();
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    src->bytes = simdjson::padded_string(text);
-  } else {
-    auto loaded = simdjson::padded_string::load(path);
-    if (loaded.error()) throw InputError(path, "", std::string("cannot read file: ") + simdjson::error_message(loaded.error()));
-    src->bytes = std::move(loaded).value_unsafe();
-  }
-  return loadPadded(std::move(src), path, opts);
-}
+std::unique_ptr<Job> loadJob(const std::string& path, const LoadOptions& opts) { return load(openSource(path), path, opts); }
 
 std::unique_ptr<Job> loadJobFromText(std::string_view text, const std::string& display_name, const LoadOptions& opts) {
-  auto src = std::make_shared<PaddedSource>();
-  src->bytes = simdjson::padded_string(text);
-  return loadPadded(std::move(src), display_name, opts);
+  return load(copySource(text), display_name, opts);
 }
 
 }  // namespace spopt

@@ -12,7 +12,7 @@ constexpr std::string_view kDTypeNames[] = {"float32", "float64", "float16", "bf
                                             "int32",   "int64",   "bool",    "uint8"};
 constexpr size_t kDTypeSizes[] = {4, 8, 2, 2, 4, 8, 1, 1};
 
-void unlink(std::vector<Op*>& list, const Op* op) {
+void unlink(OpList& list, const Op* op) {
   auto it = std::find(list.begin(), list.end(), op);
   if (it != list.end()) {
     *it = list.back();
@@ -29,12 +29,15 @@ std::optional<DType> parseDType(std::string_view s) {
 std::string_view dtypeName(DType t) { return kDTypeNames[static_cast<size_t>(t)]; }
 size_t dtypeSize(DType t) { return kDTypeSizes[static_cast<size_t>(t)]; }
 
+const std::vector<Field>& Fields::items() const {
+  static const std::vector<Field> kNone;
+  return shared_ ? *shared_ : own_ ? *own_ : kNone;
+}
+
 std::vector<Field>& Fields::mutableItems() {
-  if (shared_) {
-    own_ = *shared_;
-    shared_ = nullptr;
-  }
-  return own_;
+  if (!own_) own_ = std::make_unique<std::vector<Field>>(shared_ ? *shared_ : std::vector<Field>{});
+  shared_ = nullptr;
+  return *own_;
 }
 
 bool hasField(const Fields& f, std::string_view key) {
@@ -66,7 +69,10 @@ const std::vector<Field>* Job::internLayout(const std::vector<Field>& fields) {
     sig += '\0';
   }
   auto& slot = layouts_[sig];
-  if (!slot) slot = std::make_unique<std::vector<Field>>(fields);
+  if (!slot) {
+    slot = std::make_unique<std::vector<Field>>(fields);
+    for (Field& f : *slot) f.key = arena.store(f.key);  // not a view into the loaded file
+  }
   last_layout_ = slot.get();
   return slot.get();
 }
@@ -237,7 +243,7 @@ void setInputArg(Op& op, std::string_view slot, size_t i, Var* to) {
 }
 
 size_t replaceAllUses(Var* from, Var* to) {
-  std::vector<Op*> readers = from->readers;  // copy: the list shrinks as we go
+  OpList readers = from->readers;  // copy: the list shrinks as we go
   size_t changed = 0;
   std::sort(readers.begin(), readers.end());
   readers.erase(std::unique(readers.begin(), readers.end()), readers.end());

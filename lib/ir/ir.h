@@ -4,11 +4,13 @@
 // Lossless by construction: every entity keeps `fields`, its keys in file order. A field whose
 // `raw` is null is a known key held in a typed member; any other field is a key this build does
 // not know, kept as its raw JSON text. Attributes and dist attributes are JsonObjects of raw text.
-// Text is viewed (std::string_view) in the loaded file's buffer or in the job's Arena.
+// Text is viewed (std::string_view) in the job's arenas; nothing views the loaded file's bytes, so
+// the loader can hand their pages back as it goes.
 //
 // Def-use: every Var lists the ops that read and write it; Block::insertOp / eraseOp /
 // Op::setArg keep those lists current so passes can follow data flow in O(uses), never by scanning.
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <optional>
@@ -17,6 +19,7 @@
 #include <unordered_map>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
 #include <vector>
 
 #include "ir/arena.h"
@@ -40,25 +43,32 @@ struct Field {
 class Fields {
  public:
   Fields() = default;
-  Fields(std::initializer_list<Field> f) : own_(f) {}
+  Fields(std::initializer_list<Field> f) : own_(std::make_unique<std::vector<Field>>(f)) {}
   explicit Fields(const std::vector<Field>* shared) : shared_(shared) {}
+  Fields(const Fields& o) : shared_(o.shared_), own_(o.own_ ? std::make_unique<std::vector<Field>>(*o.own_) : nullptr) {}
+  Fields(Fields&&) noexcept = default;
+  Fields& operator=(const Fields& o) { return *this = Fields(o); }
+  Fields& operator=(Fields&&) noexcept = default;
   const Field* begin() const { return items().data(); }
   const Field* end() const { return items().data() + items().size(); }
   size_t size() const { return items().size(); }
   bool empty() const { return items().empty(); }
-  const std::vector<Field>& items() const { return shared_ ? *shared_ : own_; }
+  const std::vector<Field>& items() const;
   std::vector<Field>& mutableItems();  // copy-on-write off the shared layout
   void push_back(Field f) { mutableItems().push_back(f); }
 
  private:
+  // One of the two, or neither (no keys): 16 bytes for the million entities of a big job.
   const std::vector<Field>* shared_ = nullptr;
-  std::vector<Field> own_;
+  std::unique_ptr<std::vector<Field>> own_;
 };
 bool hasField(const Fields& f, std::string_view key);
 void ensureField(Fields& f, std::string_view key);  // appends a known key if missing
 void dropField(Fields& f, std::string_view key);
 
 struct Op;
+// Readers and writers of a var: most vars have one or two, kept inline without a heap block.
+using OpList = absl::InlinedVector<Op*, 2>;
 struct Block;
 struct Program;
 struct Job;
@@ -74,7 +84,7 @@ struct Var {
   Block* block = nullptr;
   uint32_t id = 0;       // unique within the program
   bool removed = false;  // removed vars are skipped by the writer
-  std::vector<Op*> readers, writers;  // def-use, in no particular order
+  OpList readers, writers;  // def-use, in no particular order
 
   int64_t numel() const;  // -1 if any dim is unknown
   bool hasDistAttr() const { return hasField(fields, "dist_attr"); }
@@ -88,7 +98,7 @@ struct Arg {
 };
 struct Slot {
   std::string_view name;
-  std::vector<Arg> args;
+  absl::InlinedVector<Arg, 1> args;  // most slots hold one arg: no heap block for it
 };
 
 struct Op {
@@ -180,6 +190,7 @@ struct Job {
   Fields fields;
 
   Arena arena;
+  std::deque<Arena> load_arenas;  // one per loader thread, so that loading takes no lock
   std::shared_ptr<SourceBuffer> source;
   // Interned key layouts of entities that hold known keys only (see Fields).
   const std::vector<Field>* internLayout(const std::vector<Field>& fields);

@@ -7,15 +7,14 @@ namespace spopt {
 JsonObject JsonObject::fromCompactText(std::string_view compact_text) {
   JsonObject o;
   o.text_ = compact_text;
-  o.parsed_ = false;
   return o;
 }
 
 // Splits a compact, already validated object into members: strings are skipped as units and
 // nesting is counted, so a value ends at the first ',' or '}' at depth zero.
-void JsonObject::parse() const {
-  parsed_ = true;
-  members_.clear();
+std::vector<Member>& JsonObject::members() const {
+  if (members_) return *members_;
+  members_ = std::make_unique<std::vector<Member>>();
   std::string_view t = text_;
   size_t i = 1;  // after '{'
   auto skipString = [&](size_t p) {  // p at the opening quote; returns index after closing quote
@@ -42,14 +41,16 @@ void JsonObject::parse() const {
       } else if (c == ',' && depth == 0) break;
       ++p;
     }
-    members_.push_back({key, t.substr(v, p - v)});
+    members_->push_back({key, t.substr(v, p - v)});
     i = (p < t.size() && t[p] == ',') ? p + 1 : p;
   }
+  return *members_;
 }
 
 const std::vector<Member>& JsonObject::items() const {
-  if (!parsed_) parse();
-  return members_;
+  static const std::vector<Member> kNone;
+  if (!members_ && text_.empty()) return kNone;
+  return members();
 }
 
 const std::string_view* JsonObject::find(std::string_view key) const {
@@ -80,17 +81,17 @@ std::optional<std::vector<int64_t>> JsonObject::getIntArray(std::string_view key
 }
 
 void JsonObject::setRaw(Arena& arena, std::string_view key, std::string_view raw) {
-  items();
+  std::vector<Member>& ms = members();
   text_ = {};
   std::string_view stored = arena.store(raw);
-  for (auto& m : members_) {
+  for (auto& m : ms) {
     if (m.key == key) {
       m.raw = stored;
       return;
     }
   }
   std::string quoted = quoteJson(key);
-  members_.push_back({arena.store(std::string_view(quoted).substr(1, quoted.size() - 2)), stored});
+  ms.push_back({arena.store(std::string_view(quoted).substr(1, quoted.size() - 2)), stored});
 }
 void JsonObject::setInt(Arena& arena, std::string_view key, int64_t v) { setRaw(arena, key, intToRaw(v)); }
 void JsonObject::setBool(Arena& arena, std::string_view key, bool v) { setRaw(arena, key, v ? "true" : "false"); }
@@ -99,10 +100,10 @@ void JsonObject::setString(Arena& arena, std::string_view key, std::string_view 
 }
 
 bool JsonObject::erase(std::string_view key) {
-  items();
-  for (auto it = members_.begin(); it != members_.end(); ++it) {
+  std::vector<Member>& ms = members();
+  for (auto it = ms.begin(); it != ms.end(); ++it) {
     if (it->key == key) {
-      members_.erase(it);
+      ms.erase(it);
       text_ = {};
       return true;
     }
@@ -113,12 +114,13 @@ bool JsonObject::erase(std::string_view key) {
 std::string JsonObject::toJson() const {
   if (!text_.empty()) return std::string(text_);
   std::string out = "{";
-  for (size_t i = 0; i < members_.size(); ++i) {
+  const std::vector<Member>& ms = items();
+  for (size_t i = 0; i < ms.size(); ++i) {
     if (i) out += ',';
     out += '"';
-    out += members_[i].key;
+    out += ms[i].key;
     out += "\":";
-    out += members_[i].raw;
+    out += ms[i].raw;
   }
   out += '}';
   return out;

@@ -5,6 +5,7 @@
 // on first access; an object nobody reads or edits is written back as that same text. This keeps
 // the IR of a million-op job small and its load and write fast.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,11 +23,16 @@ struct Member {
 class JsonObject {
  public:
   JsonObject() = default;
+  JsonObject(const JsonObject& o)
+      : text_(o.text_), members_(o.members_ ? std::make_unique<std::vector<Member>>(*o.members_) : nullptr) {}
+  JsonObject(JsonObject&&) noexcept = default;
+  JsonObject& operator=(const JsonObject& o) { return *this = JsonObject(o); }
+  JsonObject& operator=(JsonObject&&) noexcept = default;
   // `compact_text` must be a valid, minified JSON object that outlives this JsonObject.
   static JsonObject fromCompactText(std::string_view compact_text);
 
   const std::vector<Member>& items() const;
-  bool empty() const { return items().empty(); }
+  bool empty() const { return text_.size() <= 2 && items().empty(); }
   const std::string_view* find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
   std::optional<int64_t> getInt(std::string_view key) const;
@@ -47,10 +53,10 @@ class JsonObject {
   std::string_view compactText() const { return text_; }
 
  private:
-  void parse() const;
+  std::vector<Member>& members() const;  // split on first use
   std::string_view text_;
-  mutable std::vector<Member> members_;
-  mutable bool parsed_ = true;
+  // Null until someone reads members: 24 bytes per object, most of which are never split.
+  mutable std::unique_ptr<std::vector<Member>> members_;
 };
 
 }  // namespace spopt

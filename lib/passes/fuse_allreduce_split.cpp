@@ -143,7 +143,7 @@ class FuseAllreduceSplit final : public Pass {
     return s;
   }
   // The first of `ops` other than `except`, in block then op order: deterministic messages.
-  const Op* firstOther(const std::vector<Op*>& ops, const Op* except) const {
+  const Op* firstOther(const OpList& ops, const Op* except) const {
     const Op* best = nullptr;
     for (const Op* o : ops) {
       if (o == except) continue;

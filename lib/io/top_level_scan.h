@@ -1,0 +1,27 @@
+#pragma once
+// Where the programs of a job lie in its text, found without parsing: a job's bulk is its
+// programs, one per rank, and parsing each element of "programs" as a document of its own lets
+// ranks load on several threads and keeps simdjson's structural index to one program's size.
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "io/source.h"
+
+namespace spopt {
+
+struct Span {
+  size_t begin = 0, end = 0;
+};
+struct TopLevel {
+  Span programs;               // the "programs" array, brackets included
+  std::vector<Span> elements;  // each program object
+};
+
+
+// Any surprise (malformed text, no "programs" array) returns nullopt, and the caller parses the
+// whole document instead, which reports the problem precisely. `release`, when given, is advanced
+// past each program scanned.
+std::optional<TopLevel> scanTopLevel(std::string_view text, ReleaseBehind* release = nullptr);
+
+}  // namespace spopt
