@@ -130,6 +130,7 @@ int runRewrite(const Options& o) {
   if (!o.dry_run) writeJobFile(*job, o.out);
   if (!o.report.empty())
     writeFileAtomic(o.report, reportJson(o, pipeline, res, ops_before, countOps(*job), load_ms).dump(2) + "\n");
+  keepUntilExit(std::move(job));  // the process frees it faster than a million destructors
   return kExitOk;
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/ir.h"
-#include "runtime/kernels/blas_info.h"
+#include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernels.h"
 
 using namespace spopt;
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     }
   }
   const int64_t T = tokens, H = hidden, B = std::max<int64_t>(1, tokens / seq);
-  std::printf("OpenBLAS core %s, %s, tokens %lld, hidden %lld, best of %d\n\n", blasCoreName().c_str(),
+  std::printf("OpenBLAS core %s, %s, tokens %lld, hidden %lld, best of %d\n\n", blas().core.c_str(),
               std::string(dtypeName(g_type)).c_str(), (long long)T, (long long)H, g_reps);
   std::printf("| kernel | shape | ms | rate |\n| --- | --- | ---: | ---: |\n");
   {

@@ -3,7 +3,9 @@
 #include <absl/container/flat_hash_map.h>
 #include <simdjson.h>
 
-#include <atomic>
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +20,7 @@ namespace {
 namespace od = simdjson::ondemand;
 
 constexpr int64_t kMaxDim = int64_t(1) << 40;  // a dim beyond this is absurd, not a tensor
+constexpr int64_t kMaxRank = 16;
 
 // One step of a JSON pointer: a key, or an array index when key is empty.
 struct PathStep {
@@ -78,6 +81,7 @@ class Loader {
   // dist_attrs repeat across most ops), mapped from their text in the file to their stored form.
   // A raw value seen before is neither validated nor minified again.
   absl::flat_hash_map<std::string_view, std::string_view> words_, raws_;
+  std::vector<Slot> slot_buf_;
   const std::vector<Field>* last_layout_ = nullptr;
   od::parser parser_;
   simdjson::dom::parser validator_;
@@ -439,8 +443,8 @@ class Loader {
           progress(ev, i);
           Scope si(*this, i++);
           Var var = parseVar(ev);
-          if (b.findLocal(var.name)) fail("var \"" + std::string(var.name) + "\" is declared twice in this block");
-          b.addVar(std::move(var));
+          std::string_view name = var.name;
+          if (!b.addVarIfNew(std::move(var))) fail("var \"" + std::string(name) + "\" is declared twice in this block");
         }
       } else if (k == "ops") {
         int64_t i = 0;
@@ -476,17 +480,19 @@ class Loader {
         var.name = store(getString(field.value(), "for \"name\""));
         if (var.name.empty()) fail("a var name must not be empty");
       } else if (k == "shape") {
+        int64_t dims[kMaxRank];
         int64_t i = 0;
         for (auto e : getArray(field.value(), "for \"shape\"")) {
           od::value ev;
           check(std::move(e).get(ev));
-          Scope si(*this, i++);
+          if (i == kMaxRank) fail("more than 16 dimensions");
+          Scope si(*this, i);
           int64_t d = getInt(ev, "in a shape");
           if (d < -1) fail("negative dimension " + std::to_string(d) + " (only -1, unknown, is allowed)");
           if (d > kMaxDim) fail("absurd dimension " + std::to_string(d));
-          var.shape.push_back(d);
+          dims[i++] = d;
         }
-        if (var.shape.size() > 16) fail("more than 16 dimensions");
+        var.shape.assign(dims, dims + i);
       } else if (k == "dtype") {
         std::string_view t = getString(field.value(), "for \"dtype\"");
         auto dt = parseDType(t);
@@ -513,7 +519,7 @@ class Loader {
     for (auto f : getObject(v, what)) {
       od::field field;
       check(std::move(f).get(field));
-      Slot slot;
+      Slot& slot = slot_buf_.emplace_back();
       slot.name = word(key(field));
       Scope s(*this, slot.name);
       int64_t i = 0;
@@ -527,8 +533,11 @@ class Loader {
         else
           slot.args.push_back({store(name), nullptr});
       }
-      slots.push_back(std::move(slot));
     }
+    // Built in a reused buffer, then moved in one allocation of the exact size.
+    slots.reserve(slot_buf_.size());
+    std::move(slot_buf_.begin(), slot_buf_.end(), std::back_inserter(slots));
+    slot_buf_.clear();
   }
 
   void parseOp(od::value v, Op& op) {
@@ -610,55 +619,104 @@ void resolve(Job& job) {
 // of its own lets ranks load on several threads, and keeps simdjson's structural index to the
 // size of one program rather than the whole file.
 
-// Loads a job whose programs array has several elements: the rest of the document first, then
-// the programs on worker threads, each releasing the file's bytes behind it. Returns false when
-// the layout scan gives up.
+// The programs the scan has found, handed to the parsing threads as soon as each is found.
+class FoundPrograms {
+ public:
+  struct Item {
+    Span span;
+    size_t index = 0;
+    std::unique_ptr<Program> program;
+    std::exception_ptr error;
+  };
+  void add(const Span& span) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back({span, items_.size(), nullptr, nullptr});
+    cv_.notify_one();
+  }
+  void finish(bool ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    ok_ = ok;
+    cv_.notify_all();
+  }
+  // The next program to parse; null when the scan is over (or failed, so nothing more is wanted).
+  Item* next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return taken_ < items_.size() || done_; });
+    if (taken_ == items_.size() || !ok_) return nullptr;
+    return &items_[taken_++];
+  }
+  std::deque<Item>& items() { return items_; }  // once every thread is joined
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> items_;  // a deque: items stay put while the scan appends
+  size_t taken_ = 0;
+  bool done_ = false, ok_ = true;
+};
+
+// Loads a job through its top-level layout: threads parse programs as the scan finds them, each
+// releasing the file's bytes behind it, and the rest of the document is parsed once the scan
+// ends. Returns false when the scan gives up (the caller parses the whole document instead).
 bool loadChunked(Job& job, const Source& src, const std::string& name) {
   std::string_view text = src.text();
-  ReleaseBehind scanned(src, text.data());
-  auto top = scanTopLevel(text, &scanned);
-  if (!top || top->elements.size() < 2) return false;
-
-  std::string skeleton;
-  skeleton.reserve(top->programs.begin + 2 + (text.size() - top->programs.end) + simdjson::SIMDJSON_PADDING);
-  skeleton.append(text.substr(0, top->programs.begin)).append("[]").append(text.substr(top->programs.end));
-  size_t skeleton_len = skeleton.size();
-  skeleton.append(simdjson::SIMDJSON_PADDING, ' ');
-  std::string_view kept = job.arena.store(skeleton);  // the header's views point here
-  Loader(job, name, job.arena).runSkeleton(kept.data(), skeleton_len);
-
-  size_t n = top->elements.size();
-  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), std::min<size_t>(n, 16));
-  job.load_arenas.resize(threads);
-  std::vector<std::unique_ptr<Program>> programs(n);
-  std::vector<std::exception_ptr> errors(n);
-  std::atomic<size_t> next{0};
-  std::mutex shared;
+  unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  job.load_arenas.resize(threads + 1);  // the last one is the header's
+  FoundPrograms found;
+  std::mutex layouts;
   auto worker = [&](unsigned t) {
-    Loader loader(job, name, job.load_arenas[t], &shared);
-    for (size_t i = next++; i < n; i = next++) {
+    Loader loader(job, name, job.load_arenas[t], &layouts);
+    while (FoundPrograms::Item* item = found.next()) {
       try {
         auto p = std::make_unique<Program>();
         p->job = &job;
-        p->position = i;
-        const Span& e = top->elements[i];
+        p->position = item->index;
+        const Span& e = item->span;
         ReleaseBehind parsed(src, text.data() + e.begin);
         loader.releaseBehind(&parsed);
-        loader.runProgram(text.data() + e.begin, e.end - e.begin, src.capacity() - e.begin, i, *p);
+        loader.runProgram(text.data() + e.begin, e.end - e.begin, src.capacity() - e.begin, item->index, *p);
         parsed.finish(text.data() + e.end);
-        programs[i] = std::move(p);
+        item->program = std::move(p);
       } catch (...) {
-        errors[i] = std::current_exception();
+        item->error = std::current_exception();
       }
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker, t);
-  worker(0);
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  ReleaseBehind scanned(src, text.data());
+  std::optional<TopLevel> top;
+  try {
+    top = scanTopLevel(text, &scanned, [&](const Span& s) { found.add(s); });
+  } catch (...) {
+    found.finish(false);
+    for (auto& th : pool) th.join();
+    throw;
+  }
+  found.finish(bool(top));
+  std::exception_ptr header_error;
+  if (top) {
+    try {  // the header, while the programs parse
+      std::string skeleton;
+      skeleton.reserve(top->programs.begin + 2 + (text.size() - top->programs.end) + simdjson::SIMDJSON_PADDING);
+      skeleton.append(text.substr(0, top->programs.begin)).append("[]").append(text.substr(top->programs.end));
+      size_t skeleton_len = skeleton.size();
+      skeleton.append(simdjson::SIMDJSON_PADDING, ' ');
+      Arena& arena = job.load_arenas[threads];
+      std::string_view kept = arena.store(skeleton);  // the header's views point here
+      Loader(job, name, arena).runSkeleton(kept.data(), skeleton_len);
+    } catch (...) {
+      header_error = std::current_exception();
+    }
+  }
   for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);  // the first failing program in file order
-  job.programs = std::move(programs);
+  if (!top) return false;
+  if (header_error) std::rethrow_exception(header_error);
+  for (auto& item : found.items()) {
+    if (item.error) std::rethrow_exception(item.error);  // the first failing program in file order
+    job.programs.push_back(std::move(item.program));
+  }
   return true;
 }
 

@@ -2,6 +2,7 @@
 // Where the programs of a job lie in its text, found without parsing: a job's bulk is its
 // programs, one per rank, and parsing each element of "programs" as a document of its own lets
 // ranks load on several threads and keeps simdjson's structural index to one program's size.
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -18,10 +19,13 @@ struct TopLevel {
   std::vector<Span> elements;  // each program object
 };
 
+// Called with each program as soon as it is found, so that parsing can start before the scan ends.
+using OnElement = std::function<void(const Span&)>;
 
 // Any surprise (malformed text, no "programs" array) returns nullopt, and the caller parses the
 // whole document instead, which reports the problem precisely. `release`, when given, is advanced
 // past each program scanned.
-std::optional<TopLevel> scanTopLevel(std::string_view text, ReleaseBehind* release = nullptr);
+std::optional<TopLevel> scanTopLevel(std::string_view text, ReleaseBehind* release = nullptr,
+                                     const OnElement& on_element = {});
 
 }  // namespace spopt

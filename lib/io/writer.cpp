@@ -1,6 +1,8 @@
 #include "io/writer.h"
 
 #include <charconv>
+#include <cstring>
+#include <memory>
 
 #include "io/atomic_file.h"
 #include "ir/json_text.h"
@@ -8,51 +10,64 @@
 namespace spopt {
 namespace {
 
-// Appends JSON text to a buffer, handing it to the file whenever it grows past a megabyte so
-// that writing a multi-gigabyte job needs no more than that in memory.
+// Appends JSON text to a fixed buffer that goes to the file whenever it fills, so that writing a
+// multi-gigabyte job needs a megabyte of memory. Without a file, text accumulates in a string.
 class Out {
  public:
-  explicit Out(AtomicFile* file) : file_(file) { buf_.reserve(kFlushAt + 4096); }
+  explicit Out(AtomicFile* file) : file_(file), buf_(std::make_unique_for_overwrite<char[]>(kSize)), p_(buf_.get()), end_(p_ + kSize) {}
   Out& operator<<(std::string_view s) {
-    buf_ += s;
+    if (size_t(end_ - p_) < s.size()) return spill(s);
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
     return *this;
   }
   Out& operator<<(char c) {
-    buf_ += c;
+    if (p_ == end_) flush();
+    *p_++ = c;
     return *this;
   }
   Out& operator<<(int64_t v) {
     char tmp[24];
     auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf_.append(tmp, r.ptr);
-    return *this;
+    return *this << std::string_view(tmp, size_t(r.ptr - tmp));
   }
   void str(std::string_view s) {
     if (isPlain(s)) {
-      buf_ += '"';
-      buf_ += s;
-      buf_ += '"';
+      *this << '"' << s << '"';
     } else {
-      buf_ += quoteJson(s);
+      *this << quoteJson(s);
     }
   }
   void key(std::string_view k) {
     str(k);
-    buf_ += ':';
-  }
-  void maybeFlush() {
-    if (file_ && buf_.size() >= kFlushAt) flush();
+    *this << ':';
   }
   void flush() {
-    if (file_) {
-      file_->write(buf_);
-      buf_.clear();
-    }
+    std::string_view done(buf_.get(), size_t(p_ - buf_.get()));
+    if (file_)
+      file_->write(done);
+    else
+      text_ += done;
+    p_ = buf_.get();
   }
-  std::string take() { return std::move(buf_); }
+  std::string take() {
+    flush();
+    return std::move(text_);
+  }
 
  private:
-  static constexpr size_t kFlushAt = 1 << 20;
+  static constexpr size_t kSize = 1 << 20;
+  Out& spill(std::string_view s) {
+    flush();
+    if (s.size() >= kSize) {  // bigger than the buffer: straight through
+      if (file_)
+        file_->write(s);
+      else
+        text_ += s;
+      return *this;
+    }
+    return *this << s;
+  }
   // True when the string needs no escaping (one pass; find_first_of would scan per character).
   static bool isPlain(std::string_view s) {
     bool plain = true;
@@ -60,7 +75,10 @@ class Out {
     return plain;
   }
   AtomicFile* file_;
-  std::string buf_;
+  std::unique_ptr<char[]> buf_;
+  char* p_;
+  char* end_;
+  std::string text_;
 };
 
 void indent(Out& o, int level) {
@@ -167,7 +185,6 @@ void lines(Out& o, const Range& items, int level, Fn each) {
     first = false;
     indent(o, level + 1);
     each(item);
-    o.maybeFlush();
   }
   if (!first) indent(o, level);
   o << ']';
@@ -188,8 +205,7 @@ void writeBlock(Out& o, const Block& b, int level) {
         first = false;
         indent(o, level + 2);
         writeVar(o, *v);
-        o.maybeFlush();
-      }
+          }
       if (!first) indent(o, level + 1);
       o << ']';
     } else if (k == "ops") {

@@ -137,6 +137,17 @@ Var* Block::lookup(std::string_view name) const {
   return nullptr;
 }
 
+Var* Block::addVarIfNew(Var v) {
+  auto [it, fresh] = by_name_.try_emplace(v.name, nullptr);
+  if (!fresh) return nullptr;
+  auto owned = std::make_unique<Var>(std::move(v));
+  owned->block = this;
+  owned->id = program->next_var_id++;
+  it->second = owned.get();
+  vars.push_back(std::move(owned));
+  return it->second;
+}
+
 Var* Block::addVar(Var v) {
   auto owned = std::make_unique<Var>(std::move(v));
   owned->block = this;

@@ -138,6 +138,7 @@ struct Block {
   Var* lookup(std::string_view name) const;
   Var* findLocal(std::string_view name) const;
   Var* addVar(Var v);            // registers the name; the caller ensures it is new
+  Var* addVarIfNew(Var v);       // null when the name is already declared in this block
   void removeVar(Var* v);        // marks removed; the var must be unused
   using OpIter = std::list<Op>::iterator;
   // Inserts an op before `pos`, resolves its args in this block's scope, updates def-use.

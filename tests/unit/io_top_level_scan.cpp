@@ -46,3 +46,17 @@ TEST_CASE("scanTopLevel accepts an empty programs array", "[io]") {
   REQUIRE(top);
   CHECK(top->elements.empty());
 }
+
+TEST_CASE("scanTopLevel tracks strings and escapes across its 64-byte steps", "[io]") {
+  // Escapes and brackets inside strings, placed at every offset around the 64-byte boundaries.
+  for (size_t pad = 0; pad < 130; ++pad) {
+    std::string program = "{\"k\":\"" + std::string(pad, 'x') + "\\\\\\\"]}[\\\\\",\"v\":[[{}],\"\\\"\"]}";
+    std::string text = "{\"programs\":[" + program + "," + program + "]}";
+    auto top = scanTopLevel(text);
+    INFO(pad);
+    REQUIRE(top);
+    REQUIRE(top->elements.size() == 2);
+    CHECK(element(text, top->elements[0]) == program);
+    CHECK(element(text, top->elements[1]) == program);
+  }
+}

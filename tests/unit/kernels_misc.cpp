@@ -1,8 +1,8 @@
-// fill_constant, assign, sgd, depend, nop, the registry and blasCoreName.
+// fill_constant, assign, sgd, depend, nop, the registry and the BLAS opened on first use.
 #include <algorithm>
 
 #include "kernel_harness.h"
-#include "runtime/kernels/blas_info.h"
+#include "runtime/kernels/blas.h"
 
 using namespace kt;
 
@@ -111,8 +111,12 @@ TEST_CASE("missing inputs and bad attributes are KernelErrors naming the op", "[
   REQUIRE_THROWS_WITH(i.run(), "relu: X is int64, not a floating type");
 }
 
-TEST_CASE("blasCoreName names the OpenBLAS kernel set", "[kernels]") {
-  REQUIRE_FALSE(spopt::rt::blasCoreName().empty());
+TEST_CASE("the BLAS opens on first use and names its OpenBLAS kernel set", "[kernels]") {
+  const spopt::rt::Blas& b = spopt::rt::blas();
+  REQUIRE(b.sgemm);
+  REQUIRE(b.dgemm);
+  CHECK(b.core != "unknown");
+  CHECK(b.threads >= 1);
 }
 
 TEST_CASE("fill_constant takes its value from ValueTensor, and reshape2 its shape from Shape", "[kernels]") {

@@ -1,10 +1,9 @@
 // matmul_v2 and matmul_v2_grad through OpenBLAS, planned by matmul_plan.h (shared with the
 // nccl backend's cuBLAS path).
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/matmul_plan.h"
 #include "runtime/kernels/registry.h"
@@ -14,12 +13,12 @@ namespace {
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
+  blas().sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
               int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
           int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
+  blas().dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
               int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 

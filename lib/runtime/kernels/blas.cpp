@@ -1,0 +1,35 @@
+#include "runtime/kernels/blas.h"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+#ifndef SPOPT_BLAS_SONAME
+#define SPOPT_BLAS_SONAME "libopenblas.so.0"
+#endif
+
+namespace spopt::rt {
+namespace {
+
+Blas open() {
+  void* lib = dlopen(SPOPT_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw std::runtime_error(std::string("cannot open the BLAS library " SPOPT_BLAS_SONAME ": ") + dlerror());
+  Blas b;
+  b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(lib, "cblas_sgemm"));
+  b.dgemm = reinterpret_cast<decltype(b.dgemm)>(dlsym(lib, "cblas_dgemm"));
+  if (!b.sgemm || !b.dgemm) throw std::runtime_error("the BLAS library " SPOPT_BLAS_SONAME " lacks cblas_sgemm or cblas_dgemm");
+  // OpenBLAS extensions: absent from other BLAS implementations.
+  if (auto core = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename")))
+    if (const char* name = core()) b.core = name;
+  if (auto threads = reinterpret_cast<int (*)()>(dlsym(lib, "openblas_get_num_threads"))) b.threads = threads();
+  return b;  // the library stays open for the process's life
+}
+
+}  // namespace
+
+const Blas& blas() {
+  static const Blas b = open();
+  return b;
+}
+
+}  // namespace spopt::rt
