@@ -1,6 +1,8 @@
 #pragma once
-// Loads a format-v1 job with simdjson's on-demand API: one pass over the bytes, the IR viewing
-// names and raw values in the loaded buffer, so that memory stays close to the file's size.
+// Loads a format-v1 job with simdjson's on-demand API. A regular file is mapped, not read; a scan
+// finds each program, threads parse programs as they are found, and every text the IR keeps (names,
+// interned attrs and dist_attrs) is copied into the job's arenas, so the parsed bytes are handed
+// back as the parse goes: peak memory is the IR plus a window, well under twice the file.
 #include <memory>
 #include <string>
 

@@ -176,7 +176,7 @@ struct ProcessGroup {
   int positionOf(int64_t rank) const;
 };
 
-// The loaded file's bytes; kept alive because the IR views into it.
+// The loaded file's bytes (io/source.h); kept with the job, though the IR views its arenas only.
 struct SourceBuffer {
   virtual ~SourceBuffer() = default;
 };

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 #include "io/atomic_file.h"
 #include "io/loader.h"
@@ -52,6 +53,32 @@ TEST_CASE("every valid testdata job round-trips to the same JSON value and key o
     auto again = loadJobFromText(written, "again");
     CHECK(jobToString(*again) == written);
   }
+}
+
+TEST_CASE("a job loaded from its file (mapped) equals the job loaded from its text", "[io]") {
+  for (const auto& path : validJobs()) {
+    INFO(path.string());
+    auto mapped = loadJob(path.string());
+    auto copied = loadJobFromText(readFile(path), path.string());
+    CHECK(jobToString(*mapped) == jobToString(*copied));
+  }
+}
+
+TEST_CASE("files ending at or near a page boundary load (the padding lies past the mapping)", "[io]") {
+  auto jobs = validJobs();
+  auto smallest = *std::min_element(jobs.begin(), jobs.end(), [](auto& a, auto& b) { return fs::file_size(a) < fs::file_size(b); });
+  std::string text = readFile(smallest);
+  while (text.back() == '\n' || text.back() == ' ') text.pop_back();
+  REQUIRE(text.size() < 4095);
+  fs::path file = fs::temp_directory_path() / ("spopt-page-" + std::to_string(::getpid()) + ".json");
+  for (size_t size : {size_t(4095), size_t(4096), size_t(4097), size_t(8192 - 63), size_t(8192)}) {
+    INFO(size);
+    std::string padded = text + std::string(size - text.size(), ' ');
+    std::ofstream(file, std::ios::binary) << padded;
+    REQUIRE(fs::file_size(file) == size);
+    CHECK(jobToString(*loadJob(file.string())) == jobToString(*loadJobFromText(padded, "t")));
+  }
+  fs::remove(file);
 }
 
 TEST_CASE("numbers keep their spelling: integers stay integers, 1.0 stays 1.0", "[io]") {
