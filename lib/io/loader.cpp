@@ -615,9 +615,8 @@ void resolve(Job& job) {
 }
 
 // ---- chunked loading -------------------------------------------------------------------------
-// A job's bulk is its programs, one per rank. Parsing each element of "programs" as a document
-// of its own lets ranks load on several threads, and keeps simdjson's structural index to the
-// size of one program rather than the whole file.
+// A job's bulk is its programs, one per rank (io/top_level_scan.h). Parsing each as a document of
+// its own lets ranks load on several threads and keeps simdjson's structural index to one program.
 
 // The programs the scan has found, handed to the parsing threads as soon as each is found.
 class FoundPrograms {

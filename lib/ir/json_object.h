@@ -1,7 +1,7 @@
 #pragma once
 // An ordered JSON object whose values are kept as raw JSON text (attributes, dist attributes).
 //
-// Loaded objects keep only their compact text (one view into the file) and split it into members
+// Loaded objects keep only their compact text (interned: identical objects share one) and split it into members
 // on first access; an object nobody reads or edits is written back as that same text. This keeps
 // the IR of a million-op job small and its load and write fast.
 #include <cstdint>
