@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "runtime/kernels/kernels.h"
 #include "runtime/nccl/device_ops.h"
@@ -187,13 +188,30 @@ std::vector<std::string> eventsToWait(const Op& op) {
   return names;
 }
 
-struct Blas {
-  cublasHandle_t h = nullptr;
-  Blas() {
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw DeviceError("cublasCreate failed");
-    cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);  // float32 GEMMs accumulate in float32, no TF32
+// One cuBLAS handle per stream: a handle keeps one workspace, and GEMMs running at once on two
+// streams must not share it (cublasSetStream on a shared handle would also reset its workspace).
+class BlasHandles {
+ public:
+  BlasHandles() = default;
+  BlasHandles(const BlasHandles&) = delete;
+  BlasHandles& operator=(const BlasHandles&) = delete;
+  ~BlasHandles() {
+    for (cublasHandle_t h : handles_)
+      if (h) cublasDestroy(h);
   }
-  ~Blas() { cublasDestroy(h); }
+  cublasHandle_t forStream(size_t index, cudaStream_t stream) {
+    if (handles_.size() <= index) handles_.resize(index + 1, nullptr);
+    cublasHandle_t& h = handles_[index];
+    if (!h) {
+      if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw DeviceError("cublasCreate failed");
+      cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);  // float32 GEMMs accumulate in float32, no TF32
+      cublasSetStream(h, stream);
+    }
+    return h;
+  }
+
+ private:
+  std::vector<cublasHandle_t> handles_;
 };
 
 }  // namespace
@@ -218,7 +236,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
   const std::string& file = p.job->path;
 
   Streams streams;
-  Blas blas;
+  BlasHandles blas;
   DevValues values(p.next_var_id);
   // Several streams need events between them; one stream orders everything by itself.
   bool multi = false;
@@ -312,9 +330,8 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
         DeviceKernelFn dfn = findDeviceKernel(op.type);
         bool done = false;
         if (dfn) {
-          cublasSetStream(blas.h, s);
           OpDevIO io(op, values, outs);
-          DeviceOpContext dc{host, io, s, blas.h};
+          DeviceOpContext dc{host, io, s, blas.forStream(si, s)};
           done = dfn(dc);
         }
         if (!done) {

@@ -3,6 +3,7 @@
 // throw KernelError naming the op (through the CPU kernels' kernelFail), float dispatch, copies.
 #include <cublas_v2.h>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <string_view>
@@ -63,9 +64,11 @@ inline void blasCheck(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw DeviceError(std::string(what) + " failed: cuBLAS status " + std::to_string(int(s)));
 }
 
-inline cuda::BroadcastDims toDims(DeviceOpContext& c, const BroadcastPlan& p) {
+// The device kernels index at most kMaxDims collapsed dims; past that the op runs on the CPU
+// kernel (nullopt: the caller returns false).
+inline std::optional<cuda::BroadcastDims> toDims(const BroadcastPlan& p) {
   cuda::BroadcastDims d;
-  if (p.sizes.size() > size_t(cuda::kMaxDims)) kernelFail(c.host, "broadcast over more than 8 collapsed dims");
+  if (p.sizes.size() > size_t(cuda::kMaxDims)) return std::nullopt;
   d.rank = int(p.sizes.size());
   for (size_t i = 0; i < p.sizes.size(); ++i) d.sizes[i] = p.sizes[i], d.x_strides[i] = p.x_strides[i], d.y_strides[i] = p.y_strides[i];
   return d;

@@ -111,10 +111,11 @@ template <cuda::Binary K> bool binaryForward(DeviceOpContext& c) {
   sameStorage(c, "Out", o, "X", x);
   BroadcastPlan p = planBroadcast(c.host, x.shape, y.shape, intAttr(c.host, "axis", -1));
   if (o.shape != p.out_shape) kernelFail(c.host, "Out " + shapeStr(o.shape) + " differs from " + shapeStr(p.out_shape) + " (X and Y broadcast)");
-  cuda::BroadcastDims d = toDims(c, p);
+  std::optional<cuda::BroadcastDims> d = toDims(p);
+  if (!d) return false;
   byFloat(x, [&](auto tag) {
     using T = decltype(tag);
-    cuda::binary<T>(K, x.data<T>(), y.data<T>(), o.data<T>(), d, o.numel, c.stream);
+    cuda::binary<T>(K, x.data<T>(), y.data<T>(), o.data<T>(), *d, o.numel, c.stream);
   });
   return true;
 }
@@ -132,11 +133,12 @@ template <cuda::Binary K> bool binaryBackward(DeviceOpContext& c) {
   if (g.shape != p.out_shape) kernelFail(c.host, "Out@GRAD " + shapeStr(g.shape) + " differs from " + shapeStr(p.out_shape));
   if (dx) sameStorage(c, "X@GRAD", *dx, "X", x), sameShape(c, "X@GRAD", *dx, "X", x);
   if (dy) sameStorage(c, "Y@GRAD", *dy, "Y", y), sameShape(c, "Y@GRAD", *dy, "Y", y);
-  cuda::BroadcastDims d = toDims(c, p);
+  std::optional<cuda::BroadcastDims> d = toDims(p);
+  if (!d) return false;
   byFloat(x, [&](auto tag) {
     using T = decltype(tag);
-    if (dx) cuda::binaryGrad<T>(K, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel, d, c.stream);
-    if (dy) cuda::binaryGrad<T>(K, false, g.data<T>(), x.data<T>(), dy->data<T>(), dy->numel, d, c.stream);
+    if (dx) cuda::binaryGrad<T>(K, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel, *d, c.stream);
+    if (dy) cuda::binaryGrad<T>(K, false, g.data<T>(), x.data<T>(), dy->data<T>(), dy->numel, *d, c.stream);
   });
   return true;
 }
@@ -180,9 +182,10 @@ template <bool Mean, bool AllByOp> bool reduceForward(DeviceOpContext& c) {
   sameStorage(c, "Out", o, "X", x);
   ReduceSpec s = reduceSpec(c, x.shape, AllByOp);
   requireReduced(c, "Out", o, s);
-  cuda::BroadcastDims d = toDims(c, planBroadcast(c.host, x.shape, s.kept, -1));
+  std::optional<cuda::BroadcastDims> d = toDims(planBroadcast(c.host, x.shape, s.kept, -1));
+  if (!d) return false;
   double scale = Mean ? 1.0 / double(s.count) : 1.0;
-  byFloat(x, [&](auto tag) { using T = decltype(tag); cuda::reduceToY<T>(x.data<T>(), o.data<T>(), o.numel, d, scale, c.stream); });
+  byFloat(x, [&](auto tag) { using T = decltype(tag); cuda::reduceToY<T>(x.data<T>(), o.data<T>(), o.numel, *d, scale, c.stream); });
   return true;
 }
 
@@ -194,9 +197,10 @@ template <bool Mean, bool AllByOp> bool reduceBackward(DeviceOpContext& c) {
   if (const DevTensor* x = c.io.input("X")) sameShape(c, "X@GRAD", dx, "X", *x);
   ReduceSpec s = reduceSpec(c, dx.shape, AllByOp);
   requireReduced(c, "Out@GRAD", g, s);
-  cuda::BroadcastDims d = toDims(c, planBroadcast(c.host, dx.shape, s.kept, -1));
+  std::optional<cuda::BroadcastDims> d = toDims(planBroadcast(c.host, dx.shape, s.kept, -1));
+  if (!d) return false;
   double scale = Mean ? 1.0 / double(s.count) : 1.0;
-  byFloat(g, [&](auto tag) { using T = decltype(tag); cuda::broadcastFromY<T>(g.data<T>(), dx.data<T>(), dx.numel, d, scale, c.stream); });
+  byFloat(g, [&](auto tag) { using T = decltype(tag); cuda::broadcastFromY<T>(g.data<T>(), dx.data<T>(), dx.numel, *d, scale, c.stream); });
   return true;
 }
 

@@ -120,9 +120,11 @@ bool reshape2Grad(DeviceOpContext& c) {
   return true;
 }
 
+// The permutation `axis` names; empty past kMaxDims dims, where the op runs on the CPU kernel.
 std::vector<int> permFromAxis(DeviceOpContext& c, size_t rank) {
+  if (rank > size_t(cuda::kMaxDims)) return {};
   Dims axis = intsAttr(c.host, "axis", {});
-  if (axis.size() != rank || rank > size_t(cuda::kMaxDims)) kernelFail(c.host, "axis " + shapeStr(axis) + " is not a permutation of " + std::to_string(rank) + " dims");
+  if (axis.size() != rank) kernelFail(c.host, "axis " + shapeStr(axis) + " is not a permutation of " + std::to_string(rank) + " dims");
   std::vector<int> perm(rank);
   std::vector<char> seen(rank, 0);
   for (size_t i = 0; i < rank; ++i) {
@@ -139,6 +141,7 @@ bool transpose2(DeviceOpContext& c) {
   DevTensor& o = out(c, "Out");
   sameStorage(c, "Out", o, "X", x);
   std::vector<int> perm = permFromAxis(c, x.shape.size());
+  if (perm.empty() && !x.shape.empty()) return false;
   Dims want(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) want[i] = x.shape[size_t(perm[i])];
   if (o.shape != want) kernelFail(c.host, "Out " + shapeStr(o.shape) + " differs from " + shapeStr(want) + " (X transposed by axis)");
@@ -150,6 +153,7 @@ bool transpose2Grad(DeviceOpContext& c) {
   DevTensor& dx = out(c, "X@GRAD");
   sameStorage(c, "X@GRAD", dx, "Out@GRAD", g);
   std::vector<int> perm = permFromAxis(c, dx.shape.size());
+  if (perm.empty() && !dx.shape.empty()) return false;
   std::vector<int> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[size_t(perm[i])] = int(i);
   Dims gshape(perm.size());

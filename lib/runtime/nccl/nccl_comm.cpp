@@ -61,17 +61,35 @@ NcclRankComm::NcclRankComm(const Job& job, int64_t rank, int device, const std::
   // abort flag, so a rank that never joins cannot hang the others.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclCheck(ncclGroupStart(), "ncclGroupStart");
-  for (const auto& g : job.groups) {
-    int pos = g.positionOf(rank);
-    if (pos < 0) continue;
-    Ring r{nullptr, g.ranks, pos, 0};
-    ncclResult_t res = ncclCommInitRankConfig(&r.comm, int(g.ranks.size()), ids.at(g.ring_id), pos, &config);
-    if (r.comm) rings_[g.ring_id] = std::move(r);
-    ncclCheck(res, "ncclCommInitRank (ring " + std::to_string(g.ring_id) + ")");
+  // Only rings whose members all have a program get a communicator: a ring naming a rank the job
+  // does not hold is valid while no collective uses it (replay checks that), but its
+  // communicator could never complete. Every member applies the same rule, so they agree.
+  auto hosted = [&](const ProcessGroup& g) {
+    return std::all_of(g.ranks.begin(), g.ranks.end(), [&](int64_t r) { return job.program(r) != nullptr; });
+  };
+  bool group_open = false;
+  try {
+    ncclCheck(ncclGroupStart(), "ncclGroupStart");
+    group_open = true;
+    for (const auto& g : job.groups) {
+      int pos = g.positionOf(rank);
+      if (pos < 0 || !hosted(g)) continue;
+      Ring r{nullptr, g.ranks, pos, 0};
+      ncclResult_t res = ncclCommInitRankConfig(&r.comm, int(g.ranks.size()), ids.at(g.ring_id), pos, &config);
+      if (r.comm) rings_[g.ring_id] = std::move(r);
+      ncclCheck(res, "ncclCommInitRank (ring " + std::to_string(g.ring_id) + ")");
+    }
+    group_open = false;
+    ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
+    for (auto& [id, r] : rings_) settle(r, "ncclCommInitRank (ring " + std::to_string(id) + ")");
+  } catch (...) {
+    // The destructor does not run for a constructor that throws: close the group and abort what
+    // was created here.
+    if (group_open) ncclGroupEnd();
+    for (auto& [id, r] : rings_)
+      if (r.comm) ncclCommAbort(r.comm);
+    throw;
   }
-  ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
-  for (auto& [id, r] : rings_) settle(r, "ncclCommInitRank (ring " + std::to_string(id) + ")");
 }
 
 NcclRankComm::~NcclRankComm() {
