@@ -97,7 +97,7 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                        sub.add_option("--color", o->color, "Colour text: auto (a terminal without NO_COLOR), always, never")
                            ->check(CLI::IsMember({"auto", "always", "never"}));
                        sub.add_flag("--bus-factors", o->bus_factors,
-                                    "Count bytes on the wire of a ring algorithm (all-reduce 2(n-1)/n, ...) instead of payload");
+                                    "Label collectives in op listings and graphs with their ring traffic (all-reduce 2(n-1)/n x payload, ...) instead of their payload");
                        sub.add_option("--fold", o->fold,
                                       "dot/html: fold runs of at least N unchanged ops away from changes into one node (0: never)")
                            ->check(CLI::NonNegativeNumber);

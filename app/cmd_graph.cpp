@@ -44,7 +44,7 @@ int runGraph(const Options& o) {
     if (drawing.tooLarge()) throw InputError(o.job, "", "rank " + std::to_string(o.rank) + ": " + drawing.tooLargeMessage());
     text = dotToSvg(drawing.dot);
   } else {
-    text = renderGraphHtml(*p, drawing, "sp-opt graph: " + title, o.bus_factors);
+    text = renderGraphHtml(*p, drawing, "sp-opt graph: " + title);
   }
   writeOutput(o.output, text);
   return kExitOk;
@@ -60,7 +60,7 @@ const Registrar reg{{"graph", "Draw one rank's data-flow graph (dot, svg via Gra
                        sub.add_option("--only", o->only, "comm: keep the collectives, fold the compute between them")
                            ->check(CLI::IsMember({"comm"}));
                        sub.add_option("-o,--output", o->output, "Output file (default stdout)");
-                       sub.add_flag("--bus-factors", o->bus_factors, "Label collectives with ring-algorithm wire bytes");
+                       sub.add_flag("--bus-factors", o->bus_factors, "Label collectives with their ring traffic (all-reduce 2(n-1)/n x payload, ...) instead of their payload");
                        sub.add_option("--fold", o->fold, "Fold chains of at least N ops into one node (default 0: never)")
                            ->check(CLI::NonNegativeNumber);
                        sub.add_option("--max-nodes", o->max_nodes, "svg/html: draw only up to this many nodes (default 2000)");

@@ -29,18 +29,24 @@ std::optional<int64_t> collectiveBytes(const Op& op, const Collective& c, const 
   return payload;
 }
 
-CommStats commStats(const Program& p, bool bus_factors) {
+void CommStats::add(const Op& op, const Collective& c, const Job& job) {
+  ++count;
+  ++by_kind[c.kind];
+  auto payload = collectiveBytes(op, c, job, false);
+  if (!payload) {
+    ++unknown_size;
+    return;
+  }
+  payload_bytes += *payload;
+  ring_bytes += collectiveBytes(op, c, job, true).value_or(0);
+}
+
+CommStats commStats(const Program& p) {
   CommStats s;
   for (const auto& b : p.blocks)
     for (const Op& op : b->ops) {
       auto c = asCollective(op);
-      if (!c || !communicates(*c)) continue;
-      ++s.count;
-      ++s.by_kind[c->kind];
-      if (auto bytes = collectiveBytes(op, *c, *p.job, bus_factors))
-        s.bytes += *bytes;
-      else
-        ++s.unknown_size;
+      if (c && communicates(*c)) s.add(op, *c, *p.job);
     }
   return s;
 }

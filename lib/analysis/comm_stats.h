@@ -1,8 +1,8 @@
 #pragma once
 // How much a program communicates: its collectives and the bytes they move.
 //
-// A collective's payload is its input: numel x dtype size on this rank. With bus factors the
-// figure is what a ring algorithm puts on this rank's links (NCCL's "bus bandwidth" convention,
+// A collective's payload is its input: numel x dtype size on this rank. Its ring traffic (bus
+// factors applied) is what a ring algorithm puts on this rank's links (NCCL's "bus bandwidth" convention,
 // n = group size): all-reduce 2(n-1)/n x payload, reduce-scatter (n-1)/n x payload, all-gather
 // (n-1) x payload (the other ranks' chunks), broadcast 1 x payload.
 #include <cstdint>
@@ -18,13 +18,18 @@ namespace spopt {
 // The group size comes from the job's process group, else the `nranks` attribute.
 std::optional<int64_t> collectiveBytes(const Op& op, const Collective& c, const Job& job, bool bus_factors);
 
+// Both figures are kept: a fusion such as all-reduce + split -> reduce-scatter leaves the payload
+// as it was and halves the ring traffic, and a reader wants to see both.
 struct CommStats {
   int64_t count = 0;           // communicating collectives (c_identity excluded)
-  int64_t bytes = 0;           // summed over collectives of known size
-  int64_t unknown_size = 0;    // collectives whose size is unknown (not in `bytes`)
+  int64_t payload_bytes = 0;   // summed over collectives of known size
+  int64_t ring_bytes = 0;      // the same collectives' ring traffic
+  int64_t unknown_size = 0;    // collectives whose size is unknown (in neither sum)
   std::map<CollectiveKind, int64_t> by_kind;
+
+  void add(const Op& op, const Collective& c, const Job& job);
 };
 
-CommStats commStats(const Program& p, bool bus_factors);
+CommStats commStats(const Program& p);
 
 }  // namespace spopt

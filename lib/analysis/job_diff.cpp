@@ -252,7 +252,7 @@ void compareProgramShells(RankDiff& d) {
       note(out, "blocks[" + std::to_string(a->idx) + "]", std::nullopt, "{\"idx\":" + std::to_string(a->idx) + "}");
 }
 
-RankDiff diffRank(int64_t rank, const Program* before, const Program* after, bool bus_factors) {
+RankDiff diffRank(int64_t rank, const Program* before, const Program* after) {
   RankDiff d;
   d.rank = rank;
   d.before = before;
@@ -263,8 +263,8 @@ RankDiff diffRank(int64_t rank, const Program* before, const Program* after, boo
   compareProgramShells(d);
   listOps(d);
   listVars(d);
-  if (before) d.comm_before = commStats(*before, bus_factors);
-  if (after) d.comm_after = commStats(*after, bus_factors);
+  if (before) d.comm_before = commStats(*before);
+  if (after) d.comm_after = commStats(*after);
   return d;
 }
 
@@ -359,7 +359,7 @@ JobDiff diffJobs(const Job& before, const Job& after, const DiffOptions& opts) {
     throw InputError(before.path, "", "--rank " + std::to_string(*opts.rank) + ": neither job has a program for rank " +
                                           std::to_string(*opts.rank));
   for (int64_t r : ranks)
-    if (!opts.rank || *opts.rank == r) d.ranks.push_back(diffRank(r, before.program(r), after.program(r), opts.bus_factors));
+    if (!opts.rank || *opts.rank == r) d.ranks.push_back(diffRank(r, before.program(r), after.program(r)));
   return d;
 }
 

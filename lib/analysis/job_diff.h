@@ -67,7 +67,7 @@ struct JobDiff {
   const Job* after = nullptr;
   std::vector<ValueChange> job_changes;  // world_size, process groups, unknown top-level keys
   std::vector<RankDiff> ranks;           // in rank order
-  bool bus_factors = false;
+  bool bus_factors = false;              // op listings label collectives with ring traffic
 
   bool same() const;
   std::map<std::string, RankDiff::TypeCounts> totalCountsByType() const;
@@ -75,7 +75,7 @@ struct JobDiff {
 
 struct DiffOptions {
   std::optional<int64_t> rank;  // compare only this rank (job-level changes are still reported)
-  bool bus_factors = false;
+  bool bus_factors = false;     // see JobDiff::bus_factors
 };
 
 // Throws InputError when `opts.rank` names a rank that neither job has.

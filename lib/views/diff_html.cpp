@@ -64,7 +64,7 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const Gra
   out += graphLegend(true);
   out += graphSection(graph);
 
-  out += "<h2>Collectives and bytes moved per rank" + std::string(diff.bus_factors ? " (bus factors)" : "") + "</h2>\n";
+  out += "<h2>Collectives and bytes moved per rank</h2>\n";
   std::vector<CommRow> rows;
   for (const RankDiff& r : diff.ranks) rows.push_back({"rank " + std::to_string(r.rank), r.comm_before, r.comm_after});
   out += commTable(rows, true);
@@ -75,7 +75,7 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const Gra
   return out + htmlTail();
 }
 
-std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const std::string& title, bool bus_factors) {
+std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const std::string& title) {
   std::string out = htmlHead(title);
   out += "<h1>" + escapeHtml(title) + "</h1>\n" + graphLegend(false);
   out += graphSection(graph);
@@ -84,13 +84,7 @@ std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const s
   std::map<int64_t, CommStats> by_ring;
   for (const auto& [ring, ops] : collectivesByRing(p)) {
     CommStats& s = by_ring[ring];
-    for (const Op* op : ops) {
-      auto c = asCollective(*op);
-      ++s.count;
-      ++s.by_kind[c->kind];
-      if (auto bytes = collectiveBytes(*op, *c, *p.job, bus_factors)) s.bytes += *bytes;
-      else ++s.unknown_size;
-    }
+    for (const Op* op : ops) s.add(*op, *asCollective(*op), *p.job);
   }
   std::vector<CommRow> rows(by_ring.size() + 1);
   size_t i = 0;
@@ -99,8 +93,8 @@ std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const s
     rows[i++].after = s;
   }
   rows[i].label = "all rings";
-  rows[i].after = commStats(p, bus_factors);
-  out += "<h2>Collectives and bytes moved" + std::string(bus_factors ? " (bus factors)" : "") + "</h2>\n";
+  rows[i].after = commStats(p);
+  out += "<h2>Collectives and bytes moved</h2>\n";
   out += commTable(rows, false);
   return out + htmlTail();
 }

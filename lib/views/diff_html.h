@@ -23,6 +23,6 @@ struct GraphDrawing {
 std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const GraphDrawing& graph);
 
 // One rank's graph of one job, with its collectives per ring.
-std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const std::string& title, bool bus_factors);
+std::string renderGraphHtml(const Program& p, const GraphDrawing& graph, const std::string& title);
 
 }  // namespace spopt

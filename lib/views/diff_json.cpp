@@ -35,7 +35,11 @@ Json slotsJson(const std::vector<Slot>& slots) {
 Json commJson(const CommStats& s) {
   Json kinds = Json::object();
   for (const auto& [kind, n] : s.by_kind) kinds[collectiveKindName(kind)] = n;
-  return Json{{"count", s.count}, {"bytes", s.bytes}, {"unknown_size", s.unknown_size}, {"by_kind", std::move(kinds)}};
+  return Json{{"count", s.count},
+              {"payload_bytes", s.payload_bytes},
+              {"ring_bytes", s.ring_bytes},
+              {"unknown_size", s.unknown_size},
+              {"by_kind", std::move(kinds)}};
 }
 
 Json countsJson(const std::map<std::string, RankDiff::TypeCounts>& counts) {
@@ -76,11 +80,11 @@ Json varJson(const VarEntry& v) {
 
 // {
 //   "before": path, "after": path, "same": bool, "summary": "-2 split, +2 c_reducescatter",
-//   "bus_factors": bool,                                  // how "bytes" below were counted
 //   "job": [ {"what", "before", "after"} ],              // world_size, process groups, unknown keys
 //   "ranks": [ { "rank", "same", "summary",
 //                "counts": { TYPE: {"removed", "added", "changed"} },
-//                "collectives": { "before": {"count", "bytes", "unknown_size", "by_kind"}, "after": ... },
+//                "collectives": { "before": {"count", "payload_bytes", "ring_bytes", "unknown_size", "by_kind"},
+//                                 "after": ... },
 //                "program": [ changes ],                  // fetch, blocks, unknown keys
 //                "ops":  [ {"change", "type", "before": pointer|null, "after": pointer|null,
 //                           "inputs", "outputs", "moved", "changes": [ {"what", "before", "after"} ]} ],
@@ -89,7 +93,6 @@ Json varJson(const VarEntry& v) {
 std::string renderDiffJson(const JobDiff& diff) {
   Json root{{"before", diff.before->path}, {"after", diff.after->path}, {"same", diff.same()}};
   root["summary"] = summarizeCounts(diff.totalCountsByType());
-  root["bus_factors"] = diff.bus_factors;
   root["job"] = changesJson(diff.job_changes);
   Json ranks = Json::array();
   for (const RankDiff& r : diff.ranks) {

@@ -67,10 +67,13 @@ std::string varsSummary(const RankDiff& r) {
 
 std::string commLine(const RankDiff& r) {
   std::string s = "  collectives: " + std::to_string(r.comm_before.count) + " -> " + std::to_string(r.comm_after.count);
-  s += ", bytes moved: " + humanBytes(r.comm_before.bytes);
-  if (r.comm_before.unknown_size) s += " + " + std::to_string(r.comm_before.unknown_size) + " of unknown size";
-  s += " -> " + humanBytes(r.comm_after.bytes);
-  if (r.comm_after.unknown_size) s += " + " + std::to_string(r.comm_after.unknown_size) + " of unknown size";
+  auto bytes = [](const CommStats& c, int64_t CommStats::*figure) {
+    std::string t = humanBytes(c.*figure);
+    if (c.unknown_size) t += " + " + std::to_string(c.unknown_size) + " of unknown size";
+    return t;
+  };
+  s += ", payload: " + bytes(r.comm_before, &CommStats::payload_bytes) + " -> " + bytes(r.comm_after, &CommStats::payload_bytes);
+  s += ", ring traffic: " + bytes(r.comm_before, &CommStats::ring_bytes) + " -> " + bytes(r.comm_after, &CommStats::ring_bytes);
   return s;
 }
 

@@ -83,8 +83,8 @@ std::string delta(int64_t before, int64_t after, bool bytes) {
   std::string text = (d > 0 ? "+" : "\u2212") + (bytes ? humanBytes(d > 0 ? d : -d) : std::to_string(d > 0 ? d : -d));
   return std::string("<td class=\"num ") + (d > 0 ? "up" : "down") + "\">" + text + "</td>";
 }
-std::string bytesCell(const CommStats& s) {
-  std::string text = humanBytes(s.bytes);
+std::string bytesCell(const CommStats& s, int64_t CommStats::*figure) {
+  std::string text = humanBytes(s.*figure);
   if (s.unknown_size) text += " + " + std::to_string(s.unknown_size) + " unknown";
   return "<td class=\"num\">" + escapeHtml(text) + "</td>";
 }
@@ -92,17 +92,20 @@ std::string bytesCell(const CommStats& s) {
 
 std::string commTable(const std::vector<CommRow>& rows, bool compare) {
   std::string out = "<table class=\"comm\">\n<tr><th></th>";
-  out += compare ? "<th>collectives before</th><th>after</th><th>change</th><th>bytes moved before</th><th>after</th><th>change</th>"
-                 : "<th>collectives</th><th>bytes moved</th>";
+  out += compare ? "<th>collectives before</th><th>after</th><th>change</th><th>payload before</th><th>after</th><th>change</th>"
+                   "<th>ring traffic before</th><th>after</th><th>change</th>"
+                 : "<th>collectives</th><th>payload</th><th>ring traffic</th>";
   out += "</tr>\n";
   for (const CommRow& r : rows) {
     out += "<tr><td>" + escapeHtml(r.label) + "</td>";
     if (compare) {
       out += "<td class=\"num\">" + std::to_string(r.before.count) + "</td><td class=\"num\">" +
              std::to_string(r.after.count) + "</td>" + delta(r.before.count, r.after.count, false);
-      out += bytesCell(r.before) + bytesCell(r.after) + delta(r.before.bytes, r.after.bytes, true);
+      for (auto figure : {&CommStats::payload_bytes, &CommStats::ring_bytes})
+        out += bytesCell(r.before, figure) + bytesCell(r.after, figure) + delta(r.before.*figure, r.after.*figure, true);
     } else {
-      out += "<td class=\"num\">" + std::to_string(r.after.count) + "</td>" + bytesCell(r.after);
+      out += "<td class=\"num\">" + std::to_string(r.after.count) + "</td>" + bytesCell(r.after, &CommStats::payload_bytes) +
+             bytesCell(r.after, &CommStats::ring_bytes);
     }
     out += "</tr>\n";
   }

@@ -122,22 +122,19 @@ TEST_CASE("the rank option limits the comparison and must name a rank", "[diff]"
   CHECK_THROWS_AS(diffJobs(*a, *b, opts), InputError);
 }
 
-TEST_CASE("bytes moved: payload, or ring traffic with bus factors", "[diff][comm]") {
+TEST_CASE("bytes moved: payload and ring traffic", "[diff][comm]") {
   // 4 ranks, a [8,8] float32 (256 B) all-reduce before, a reduce-scatter of it after.
   std::string vars = join({var("a", "[8,8]"), var("b", "[8,8]"), var("c", "[2,8]")});
   std::vector<std::pair<std::string, std::string>> before(4, {vars, op("all_reduce", "a", "b", R"({"ring_id":0})", "x", "out")});
   std::vector<std::pair<std::string, std::string>> after(4, {vars, op("reduce_scatter", "a", "c", R"({"ring_id":0,"nranks":4})", "x", "out")});
   auto b = makeJob(before);
   auto a = makeJob(after);
-  JobDiff plain = diffJobs(*b, *a);
-  CHECK(plain.ranks[2].comm_before.bytes == 256);
-  CHECK(plain.ranks[2].comm_after.bytes == 256);
-  DiffOptions opts;
-  opts.bus_factors = true;
-  JobDiff bus = diffJobs(*b, *a, opts);
-  CHECK(bus.ranks[2].comm_before.bytes == 384);  // 2 (n-1)/n x 256
-  CHECK(bus.ranks[2].comm_after.bytes == 192);   // (n-1)/n x 256
-  CHECK(bus.ranks[2].comm_after.by_kind.at(CollectiveKind::ReduceScatter) == 1);
+  JobDiff d = diffJobs(*b, *a);
+  CHECK(d.ranks[2].comm_before.payload_bytes == 256);
+  CHECK(d.ranks[2].comm_after.payload_bytes == 256);
+  CHECK(d.ranks[2].comm_before.ring_bytes == 384);  // 2 (n-1)/n x 256
+  CHECK(d.ranks[2].comm_after.ring_bytes == 192);   // (n-1)/n x 256
+  CHECK(d.ranks[2].comm_after.by_kind.at(CollectiveKind::ReduceScatter) == 1);
 }
 
 TEST_CASE("compactJson drops whitespace outside strings only", "[diff]") {
