@@ -9,15 +9,16 @@ int64_t groupSize(const Op& op, const Collective& c, const Job& job) {
   if (const ProcessGroup* g = job.group(c.ring_id)) return static_cast<int64_t>(g->ranks.size());
   return op.attrs.getInt("nranks").value_or(1);
 }
-}  // namespace
 
-std::optional<int64_t> collectiveBytes(const Op& op, const Collective& c, const Job& job, bool bus_factors) {
+std::optional<int64_t> payloadBytes(const Op& op, const Collective& c) {
   const Var* in = op.in(c.in_slot);
   if (!in) return std::nullopt;
   int64_t numel = in->numel();
   if (numel < 0) return std::nullopt;
-  int64_t payload = numel * static_cast<int64_t>(dtypeSize(in->dtype));
-  if (!bus_factors) return payload;
+  return numel * static_cast<int64_t>(dtypeSize(in->dtype));
+}
+
+int64_t ringTraffic(const Op& op, const Collective& c, const Job& job, int64_t payload) {
   int64_t n = std::max<int64_t>(groupSize(op, c, job), 1);
   switch (c.kind) {
     case CollectiveKind::AllReduce: return 2 * (n - 1) * payload / n;
@@ -28,17 +29,24 @@ std::optional<int64_t> collectiveBytes(const Op& op, const Collective& c, const 
   }
   return payload;
 }
+}  // namespace
+
+std::optional<int64_t> collectiveBytes(const Op& op, const Collective& c, const Job& job, bool bus_factors) {
+  auto payload = payloadBytes(op, c);
+  if (!payload || !bus_factors) return payload;
+  return ringTraffic(op, c, job, *payload);
+}
 
 void CommStats::add(const Op& op, const Collective& c, const Job& job) {
   ++count;
   ++by_kind[c.kind];
-  auto payload = collectiveBytes(op, c, job, false);
+  auto payload = payloadBytes(op, c);
   if (!payload) {
     ++unknown_size;
     return;
   }
   payload_bytes += *payload;
-  ring_bytes += collectiveBytes(op, c, job, true).value_or(0);
+  ring_bytes += ringTraffic(op, c, job, *payload);
 }
 
 CommStats commStats(const Program& p) {

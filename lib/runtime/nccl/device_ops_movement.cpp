@@ -120,9 +120,9 @@ bool reshape2Grad(DeviceOpContext& c) {
   return true;
 }
 
-// The permutation `axis` names; empty past kMaxDims dims, where the op runs on the CPU kernel.
-std::vector<int> permFromAxis(DeviceOpContext& c, size_t rank) {
-  if (rank > size_t(cuda::kMaxDims)) return {};
+// The permutation `axis` names; nullopt past kMaxDims dims, where the op runs on the CPU kernel.
+std::optional<std::vector<int>> permFromAxis(DeviceOpContext& c, size_t rank) {
+  if (rank > size_t(cuda::kMaxDims)) return std::nullopt;
   Dims axis = intsAttr(c.host, "axis", {});
   if (axis.size() != rank) kernelFail(c.host, "axis " + shapeStr(axis) + " is not a permutation of " + std::to_string(rank) + " dims");
   std::vector<int> perm(rank);
@@ -140,8 +140,9 @@ bool transpose2(DeviceOpContext& c) {
   const DevTensor& x = in(c, "X");
   DevTensor& o = out(c, "Out");
   sameStorage(c, "Out", o, "X", x);
-  std::vector<int> perm = permFromAxis(c, x.shape.size());
-  if (perm.empty() && !x.shape.empty()) return false;
+  auto axis_perm = permFromAxis(c, x.shape.size());
+  if (!axis_perm) return false;
+  const std::vector<int>& perm = *axis_perm;
   Dims want(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) want[i] = x.shape[size_t(perm[i])];
   if (o.shape != want) kernelFail(c.host, "Out " + shapeStr(o.shape) + " differs from " + shapeStr(want) + " (X transposed by axis)");
@@ -152,8 +153,9 @@ bool transpose2Grad(DeviceOpContext& c) {
   const DevTensor& g = in(c, "Out@GRAD");
   DevTensor& dx = out(c, "X@GRAD");
   sameStorage(c, "X@GRAD", dx, "Out@GRAD", g);
-  std::vector<int> perm = permFromAxis(c, dx.shape.size());
-  if (perm.empty() && !dx.shape.empty()) return false;
+  auto axis_perm = permFromAxis(c, dx.shape.size());
+  if (!axis_perm) return false;
+  const std::vector<int>& perm = *axis_perm;
   std::vector<int> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[size_t(perm[i])] = int(i);
   Dims gshape(perm.size());
