@@ -133,9 +133,10 @@ int runCheck(const Options& o) {
     std::cout << "rank\tvar\tproblem\tmax_abs\trel\tnonfinite before/after\tfirst offending element\n" << table;
     std::cout << "check: FAILED: " << bad << " of " << summary << "\n";
     return backend->agreeOnExit(kExitDiffers);
-  } catch (const std::exception&) {
-    if (!backend->reports()) return kExitBadInput;
-    throw;
+  } catch (...) {
+    // Printed here, while the backend lives: under mpi only rank 0 prints, and no process may exit before it has.
+    auto report = describeError(std::current_exception());
+    return backend->reportError(report.text, report.code);
   }
 }
 

@@ -83,9 +83,10 @@ int runReplay(const Options& o) {
     if (!o.trace.empty()) writeFileAtomic(o.trace, rt::chromeTrace(events));
     std::cout << out;
     return kExitOk;
-  } catch (const std::exception&) {
-    if (!backend->reports()) return kExitBadInput;  // rank 0 of the mpi job prints the error
-    throw;
+  } catch (...) {
+    // Printed here, while the backend lives: under mpi only rank 0 prints, and no process may exit before it has.
+    auto report = describeError(std::current_exception());
+    return backend->reportError(report.text, report.code);
   }
 }
 

@@ -67,18 +67,10 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, fn] : runners)
       if (sub->parsed()) return fn();
-  } catch (const InputError& e) {
-    std::cerr << e.what() << '\n';
-    return kExitBadInput;
-  } catch (const InputErrors& e) {
-    std::cerr << e.what() << '\n';
-    return kExitBadInput;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "sp-opt: out of memory\n";
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "sp-opt: internal error: " << e.what() << '\n';
-    return 70;
+  } catch (...) {
+    auto report = describeError(std::current_exception());
+    std::cerr << report.text << '\n';
+    return report.code;
   }
   return kExitBadInput;
 }

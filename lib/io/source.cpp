@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 
@@ -72,11 +74,16 @@ std::shared_ptr<Source> openSource(const std::string& path) {
     return copySource(text);
   }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    auto mapped = MappedSource::map(fd);
+  auto cannotRead = [&](int err) { return InputError(path, "", std::string("cannot read file: ") + std::strerror(err)); };
+  if (fd < 0) throw cannotRead(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
-    if (mapped) return mapped;
+    throw cannotRead(EISDIR);
   }
+  auto mapped = MappedSource::map(fd);
+  ::close(fd);
+  if (mapped) return mapped;
   auto loaded = simdjson::padded_string::load(path);
   if (loaded.error()) throw InputError(path, "", std::string("cannot read file: ") + simdjson::error_message(loaded.error()));
   return std::make_shared<PaddedSource>(std::move(loaded).value_unsafe());

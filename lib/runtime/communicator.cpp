@@ -1,5 +1,6 @@
 #include "runtime/communicator.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "support/error.h"
@@ -87,6 +88,11 @@ void checkCollectiveShapes(CollectiveKind kind, const Tensor& in, const Tensor& 
   }
   if (out.numel() != want)
     fail("output has " + std::to_string(out.numel()) + " elements, the collective produces " + std::to_string(want));
+}
+
+int Backend::reportError(const std::string& line, int code) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return code;
 }
 
 }  // namespace spopt::rt

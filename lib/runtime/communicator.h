@@ -115,6 +115,9 @@ class Backend {
   virtual std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) = 0;
   // Whether this process prints reports and errors (rank 0 under mpi).
   virtual bool reports() const { return true; }
+  // Prints an error that stops the command before its run and returns the exit code; under mpi
+  // it is printed once (by rank 0) and every process returns only after it was.
+  virtual int reportError(const std::string& line, int code);
   // Under mpi: every process agrees on a failure found by some (0 ok, else the worst exit code).
   virtual int agreeOnExit(int code) { return code; }
 };

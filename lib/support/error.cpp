@@ -43,4 +43,20 @@ std::string pointerToken(std::string_view token) {
   return out;
 }
 
+ErrorReport describeError(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError& e) {
+    return {e.what(), kExitBadInput};
+  } catch (const InputErrors& e) {
+    return {e.what(), kExitBadInput};
+  } catch (const std::bad_alloc&) {
+    return {"sp-opt: out of memory", kExitBadInput};
+  } catch (const std::exception& e) {
+    return {std::string("sp-opt: internal error: ") + e.what(), kExitInternal};
+  } catch (...) {
+    return {"sp-opt: internal error: unknown exception", kExitInternal};
+  }
+}
+
 }  // namespace spopt

@@ -1,5 +1,6 @@
 #pragma once
 // Errors that reach the user as one line: "FILE: /json/pointer: message".
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -7,7 +8,7 @@
 namespace spopt {
 
 // Exit codes shared by every subcommand.
-enum ExitCode : int { kExitOk = 0, kExitDiffers = 1, kExitBadInput = 2, kExitPassBroke = 3 };
+enum ExitCode : int { kExitOk = 0, kExitDiffers = 1, kExitBadInput = 2, kExitPassBroke = 3, kExitInternal = 70 };
 
 struct Diagnostic {
   std::string file;     // the input file as the user named it
@@ -36,6 +37,14 @@ class InputErrors : public std::runtime_error {
  private:
   std::vector<Diagnostic> diags_;
 };
+
+// What an escaped exception tells the user (its line(s), without the trailing newline) and the
+// exit code it means: bad input and out-of-memory 2, anything else an internal error (70).
+struct ErrorReport {
+  std::string text;
+  int code;
+};
+ErrorReport describeError(const std::exception_ptr& error);
 
 // Escapes one reference token of a JSON pointer ("~" -> "~0", "/" -> "~1").
 std::string pointerToken(std::string_view token);

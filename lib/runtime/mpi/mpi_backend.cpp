@@ -16,6 +16,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Polls `req` until it completes (true) or `deadline` passes (false; the request stays pending).
+bool completesBy(MPI_Request& req, Clock::time_point deadline) {
+  int done = 0;
+  for (unsigned spin = 0;; ++spin) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    if (Clock::now() >= deadline) return false;
+    if (spin < 64) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 // What each member announces before the data moves (fixed size: sent as bytes).
 struct WireHeader {
   int32_t kind, dtype;
@@ -117,20 +129,12 @@ class MpiComm final : public Communicator {
 
   // Polls a request until done or the timeout; yields so oversubscribed ranks make progress.
   void wait(MPI_Request& req, const MpiRing& r, int64_t ring_id, const OpDesc& d) {
-    const auto deadline = Clock::now() + timeout_;
-    int done = 0;
-    for (unsigned spin = 0;; ++spin) {
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (done) return;
-      if (Clock::now() >= deadline) {
+    if (!completesBy(req, Clock::now() + timeout_)) {
         std::string members;
         for (size_t i = 0; i < r.ranks.size(); ++i) members += (i ? "," : "") + std::to_string(r.ranks[i]);
         throw InputError(d.file, d.pointer, d.text() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
                                                 " s on ring " + std::to_string(ring_id) + " collective #" + std::to_string(r.seq - 1) +
                                                 ": a member of ranks {" + members + "} has not issued it");
-      }
-      if (spin < 64) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 
@@ -184,8 +188,11 @@ class MpiBackend final : public Backend {
     MPI_Comm_size(MPI_COMM_WORLD, &s);
     rank_ = r;
     size_ = s;
+    // Its own communicator, so the error barrier never matches a collective of the run itself.
+    MPI_Comm_dup(MPI_COMM_WORLD, &error_comm_);
   }
   ~MpiBackend() override {
+    MPI_Comm_free(&error_comm_);
     if (owns_) MPI_Finalize();
   }
 
@@ -227,7 +234,7 @@ class MpiBackend final : public Backend {
       } catch (const std::bad_alloc&) {
         fail("sp-opt: out of memory (rank " + std::to_string(rank_) + ")", kExitBadInput);
       } catch (const std::exception& e) {
-        fail(std::string("sp-opt: internal error (rank ") + std::to_string(rank_) + "): " + e.what(), 70);
+        fail(std::string("sp-opt: internal error (rank ") + std::to_string(rank_) + "): " + e.what(), kExitInternal);
       }
     }
     // Gather every result on rank 0.
@@ -249,6 +256,21 @@ class MpiBackend final : public Backend {
 
   bool reports() const override { return rank_ == 0; }
 
+  // An error found before the run (a bad file, the wrong -n) is found by every process alike:
+  // rank 0 prints it, and no process exits before it has, or mpirun could kill rank 0 first. An
+  // error only some processes found leaves the barrier open: each of them then prints its own and
+  // aborts the job.
+  int reportError(const std::string& line, int code) override {
+    if (rank_ == 0) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+      std::fflush(stderr);
+    }
+    MPI_Request req;
+    MPI_Ibarrier(error_comm_, &req);
+    if (completesBy(req, Clock::now() + opts_.timeout)) return code;
+    fail(line, code);
+  }
+
   int agreeOnExit(int code) override {
     int c = code;
     MPI_Bcast(&c, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -259,6 +281,7 @@ class MpiBackend final : public Backend {
   BackendOptions opts_;
   bool owns_ = false;
   int64_t rank_ = 0, size_ = 1;
+  MPI_Comm error_comm_ = MPI_COMM_NULL;
 
   // A failed rank stops the whole job with its error (MPI_Abort ends every process).
   [[noreturn]] void fail(const std::string& line, int code) {
