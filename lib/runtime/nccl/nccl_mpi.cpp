@@ -112,10 +112,16 @@ class NcclMpiBackend final : public Backend {
   std::string name() const override { return "nccl"; }
   void checkLaunch(const Job& job) const override {
     mpi_->checkLaunch(job);
-    if (local_ >= devices_)
+    // Only the processes past a host's GPU count see the problem: every process learns the worst
+    // host, so all of them stop with the same error instead of rank 0 waiting in NCCL's init.
+    struct {
+      int processes, devices;
+    } mine{local_ >= devices_ ? local_ + 1 : 0, devices_}, worst{};
+    MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    if (worst.processes > 0)
       throw InputError(job.path, "/world_size",
-                       "this host runs at least " + std::to_string(local_ + 1) + " sp-opt processes but has " + std::to_string(devices_) +
-                           " CUDA device" + (devices_ == 1 ? "" : "s") +
+                       "a host runs at least " + std::to_string(worst.processes) + " sp-opt processes but has " +
+                           std::to_string(worst.devices) + " CUDA device" + (worst.devices == 1 ? "" : "s") +
                            ": the nccl backend needs one GPU per process (NCCL refuses two ranks of one communicator on one GPU: "
                            "\"Duplicate GPU detected\")");
   }
@@ -128,6 +134,7 @@ class NcclMpiBackend final : public Backend {
   }
   bool reports() const override { return mpi_->reports(); }
   int agreeOnExit(int code) override { return mpi_->agreeOnExit(code); }
+  int reportError(const std::string& line, int code) override { return mpi_->reportError(line, code); }
 
  private:
   BackendOptions opts_;
