@@ -29,10 +29,9 @@ class PaddedSource : public Source {
 // cache), so a job's file never needs to be resident in full: peak memory is the IR plus a window.
 class MappedSource : public Source {
  public:
-  // Null when the path is no regular file or cannot be mapped (the caller reads it instead).
-  static std::shared_ptr<MappedSource> map(int fd) {
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  // Null when `fd` (whose fstat is `st`) is no regular file or cannot be mapped (the caller reads it instead).
+  static std::shared_ptr<MappedSource> map(int fd, const struct stat& st) {
+    if (!S_ISREG(st.st_mode)) return nullptr;
     size_t size = size_t(st.st_size);
     size_t page = size_t(sysconf(_SC_PAGESIZE));
     size_t len = (size + simdjson::SIMDJSON_PADDING + page - 1) / page * page;
@@ -77,11 +76,12 @@ std::shared_ptr<Source> openSource(const std::string& path) {
   auto cannotRead = [&](int err) { return InputError(path, "", std::string("cannot read file: ") + std::strerror(err)); };
   if (fd < 0) throw cannotRead(errno);
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  bool known = ::fstat(fd, &st) == 0;
+  if (known && S_ISDIR(st.st_mode)) {
     ::close(fd);
     throw cannotRead(EISDIR);
   }
-  auto mapped = MappedSource::map(fd);
+  auto mapped = known ? MappedSource::map(fd, st) : nullptr;
   ::close(fd);
   if (mapped) return mapped;
   auto loaded = simdjson::padded_string::load(path);
