@@ -49,4 +49,9 @@ std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::Back
   throw InputError("--backend", "", "unknown backend '" + name + "' (local, mpi, nccl)");
 }
 
+int reportCurrentError(rt::Backend& backend) {
+  auto report = describeError(std::current_exception());
+  return backend.reportError(report.text, report.code);
+}
+
 }  // namespace spopt::app

@@ -134,9 +134,7 @@ int runCheck(const Options& o) {
     std::cout << "check: FAILED: " << bad << " of " << summary << "\n";
     return backend->agreeOnExit(kExitDiffers);
   } catch (...) {
-    // Printed here, while the backend lives: under mpi only rank 0 prints, and no process may exit before it has.
-    auto report = describeError(std::current_exception());
-    return backend->reportError(report.text, report.code);
+    return reportCurrentError(*backend);
   }
 }
 

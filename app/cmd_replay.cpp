@@ -84,9 +84,7 @@ int runReplay(const Options& o) {
     std::cout << out;
     return kExitOk;
   } catch (...) {
-    // Printed here, while the backend lives: under mpi only rank 0 prints, and no process may exit before it has.
-    auto report = describeError(std::current_exception());
-    return backend->reportError(report.text, report.code);
+    return reportCurrentError(*backend);
   }
 }
 
