@@ -76,6 +76,7 @@ nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, co
     p["config"] = r.text;
     p["time_ms"] = r.time_ms;
     p["verify_ms"] = r.verify_ms;
+    p["changed"] = r.changed;
     p["candidates"] = r.stats.candidates;
     p["rewritten"] = r.stats.rewritten;
     p["refused"] = J::object();
