@@ -256,7 +256,7 @@ class TextReader {
     auto digits = [&] {
       size_t d = p_;
       while (p_ < s_.size() && isDigit(s_[p_])) ++p_;
-      if (p_ == d) fail("malformed number");
+      if (p_ == d) failAt(start, "malformed number");
     };
     if (s_[p_] == '-') ++p_;
     if (p_ < s_.size() && s_[p_] == '0')
@@ -429,9 +429,12 @@ class TextReader {
     while (true) {
       blankLines();
       size_t at = p_;
-      if (p_ >= s_.size()) failAt(at, "expected \"}\" to close " + what + " (opened at line " + std::to_string(lineOf(open)) + ")");
+      std::string closing = "expected \"}\" to close " + what + " (opened at line " + std::to_string(lineOf(open)) + ")";
+      if (p_ >= s_.size()) failAt(at, closing);
       if (eat('}')) break;
-      if (word() != "block") failAt(at, "expected \"block\" or \"}\" in " + what + ", found " + describe(at));
+      std::string_view kw = word();
+      if (kw == "rank") failAt(at, closing + " before \"rank\"");
+      if (kw != "block") failAt(at, "expected \"block\" or \"}\" in " + what + ", found " + describe(at));
       block(*p, what);
     }
     endLine("\"}\"");
