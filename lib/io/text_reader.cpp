@@ -211,11 +211,12 @@ class TextReader : text::Lexer {
     while (true) {
       blankLines();
       size_t at = p_;
-      std::string closing = "expected \"}\" to close " + what + " (opened at line " + std::to_string(lineOf(open)) + ")";
-      if (p_ >= s_.size()) failAt(at, closing);
+      // Built on error only: counting lines is a scan of the text.
+      auto closing = [&] { return "expected \"}\" to close " + what + " (opened at line " + std::to_string(lineOf(open)) + ")"; };
+      if (p_ >= s_.size()) failAt(at, closing());
       if (eat('}')) break;
       std::string_view kw = word();
-      if (kw == "rank") failAt(at, closing + " before \"rank\"");
+      if (kw == "rank") failAt(at, closing() + " before \"rank\"");
       if (kw != "block") failAt(at, "expected \"block\" or \"}\" in " + what + ", found " + describe(at));
       block(*p, what);
     }
@@ -244,8 +245,9 @@ class TextReader : text::Lexer {
     while (true) {
       blankLines();
       size_t at = p_;
-      std::string closing = "expected \"}\" to close " + what + " (opened at line " + std::to_string(lineOf(open)) + ")";
-      if (p_ >= s_.size()) failAt(at, closing);
+      // Built on error only: counting lines is a scan of the text.
+      auto closing = [&] { return "expected \"}\" to close " + what + " (opened at line " + std::to_string(lineOf(open)) + ")"; };
+      if (p_ >= s_.size()) failAt(at, closing());
       if (eat('}')) break;
       if (peek() == '{') {
         op(blk);
@@ -255,7 +257,7 @@ class TextReader : text::Lexer {
       if (kw == "var") {
         var(blk);
       } else if (kw == "block" || kw == "rank") {
-        failAt(at, closing + " before \"" + std::string(kw) + "\"");
+        failAt(at, closing() + " before \"" + std::string(kw) + "\"");
       } else {
         failAt(at, "expected \"var\", an op or \"}\" in " + what + ", found " + describe(at));
       }
@@ -264,8 +266,13 @@ class TextReader : text::Lexer {
   }
 
   void var(Block& b) {
-    Var v;
     size_t name_at = here();
+    Var v = readVar();
+    std::string_view n = v.name;
+    if (!b.addVarIfNew(std::move(v))) failAt(name_at, "var \"" + std::string(n) + "\" is declared twice in this block");
+  }
+  Var readVar() {
+    Var v;
     v.name = name("a var name");
     expect(':', "after the var name");
     size_t dtype_at = here();
@@ -288,8 +295,7 @@ class TextReader : text::Lexer {
     endLine("the var");
     v.fields = Fields(job_.internLayout(has_dist ? std::vector<Field>{{"name", {}}, {"shape", {}}, {"dtype", {}}, {"persistable", {}}, {"dist_attr", {}}}
                                                  : std::vector<Field>{{"name", {}}, {"shape", {}}, {"dtype", {}}, {"persistable", {}}}));
-    std::string_view n = v.name;
-    if (!b.addVarIfNew(std::move(v))) failAt(name_at, "var \"" + std::string(n) + "\" is declared twice in this block");
+    return v;
   }
 
   // SLOT=[name, ...], ... up to `close`.
