@@ -30,32 +30,33 @@ make_job() {
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 # compare ARGS...: runs "$before ARGS" and "$sp_opt ARGS" alternately, $runs times each; prints
-# "before_median_s before_peak_rss_mib after_median_s after_peak_rss_mib".
+# "before_median_s after_median_s before_peak_rss_mib after_peak_rss_mib before_median_user_s
+# after_median_user_s" (user CPU time is the steadier figure on a loaded machine).
 compare() {
-  local rounds=$runs b_times=() a_times=() b_rss=0 a_rss=0 s r
+  local rounds=$runs b_times=() a_times=() b_user=() a_user=() b_rss=0 a_rss=0 s r u
   runs=1
   for _ in $(seq "$rounds"); do
-    read -r s r _ < <(measure "$before" "$@")
-    b_times+=("$s")
+    read -r s r u < <(measure "$before" "$@")
+    b_times+=("$s") b_user+=("$u")
     (( r > b_rss )) && b_rss=$r
-    read -r s r _ < <(measure "$sp_opt" "$@")
-    a_times+=("$s")
+    read -r s r u < <(measure "$sp_opt" "$@")
+    a_times+=("$s") a_user+=("$u")
     (( r > a_rss )) && a_rss=$r
   done
   runs=$rounds
-  echo "$(median "${b_times[@]}") $b_rss $(median "${a_times[@]}") $a_rss"
+  echo "$(median "${b_times[@]}") $(median "${a_times[@]}") $b_rss $a_rss $(median "${b_user[@]}") $(median "${a_user[@]}")"
 }
 if [[ -n $before ]]; then
   echo "before: $before"
   echo "after:  $sp_opt"
   echo
-  echo "| ops | file MB | validate s before | after | validate RSS MiB before | after | rewrite --passes= s before | after | rewrite RSS MiB before | after |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| ops | file MB | validate s before | after | user s before | after | RSS MiB before | after | rewrite --passes= s before | after | user s before | after | RSS MiB before | after |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for layers in ${BENCH_LAYERS:-900 2700}; do
     make_job "$layers"
-    read -r vb_s vb_rss va_s va_rss < <(compare validate "$job")
-    read -r rb_s rb_rss ra_s ra_rss < <(compare rewrite "$job" "$dir/out.json" --passes=)
-    echo "| $ops | $mb | $vb_s | $va_s | $vb_rss | $va_rss | $rb_s | $ra_s | $rb_rss | $ra_rss |"
+    read -r vb va vb_rss va_rss vb_user va_user < <(compare validate "$job")
+    read -r rb ra rb_rss ra_rss rb_user ra_user < <(compare rewrite "$job" "$dir/out.json" --passes=)
+    echo "| $ops | $mb | $vb | $va | $vb_user | $va_user | $vb_rss | $va_rss | $rb | $ra | $rb_user | $ra_user | $rb_rss | $ra_rss |"
   done
   exit 0
 fi
