@@ -3,8 +3,8 @@
 # (`rewrite --passes=`, the empty pipeline) of generated jobs, side by side with `jq -c .` on the
 # same file. Median wall time of RUNS runs, peak RSS from /usr/bin/time -v. Not part of ctest.
 # usage: scripts/bench-io.sh [--before OLD_SP_OPT] [SP_OPT] [RUNS]   Env: BENCH_LAYERS="900 2700" (mlp layers, tp 4)
-# With --before, a before/after table instead: both binaries on the same files, each round running
-# the old one then the new one, so that the load of a shared machine weighs on both alike.
+# With --before, a before/after table instead: both binaries on the same files, run in pairs (the
+# order alternating), so that the load of a shared machine weighs on both alike.
 set -euo pipefail
 before=
 if [[ ${1:-} == --before ]]; then
@@ -29,19 +29,27 @@ make_job() {
   mb=$(( $(stat -c %s "$job") / 1000000 ))
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-# compare ARGS...: runs "$before ARGS" and "$sp_opt ARGS" alternately, $runs times each; prints
+# compare ARGS...: runs "$before ARGS" and "$sp_opt ARGS" in pairs, $runs times each; prints
 # "before_median_s after_median_s before_peak_rss_mib after_peak_rss_mib before_median_user_s
 # after_median_user_s" (user CPU time is the steadier figure on a loaded machine).
 compare() {
   local rounds=$runs b_times=() a_times=() b_user=() a_user=() b_rss=0 a_rss=0 s r u
   runs=1
-  for _ in $(seq "$rounds"); do
-    read -r s r u < <(measure "$before" "$@")
-    b_times+=("$s") b_user+=("$u")
-    (( r > b_rss )) && b_rss=$r
+  for round in $(seq "$rounds"); do
+    # Which goes first alternates: the second of a pair pays for the first's writeback.
+    if (( round % 2 )); then
+      read -r s r u < <(measure "$before" "$@")
+      b_times+=("$s") b_user+=("$u")
+      (( r > b_rss )) && b_rss=$r
+    fi
     read -r s r u < <(measure "$sp_opt" "$@")
     a_times+=("$s") a_user+=("$u")
     (( r > a_rss )) && a_rss=$r
+    if (( round % 2 == 0 )); then
+      read -r s r u < <(measure "$before" "$@")
+      b_times+=("$s") b_user+=("$u")
+      (( r > b_rss )) && b_rss=$r
+    fi
   done
   runs=$rounds
   echo "$(median "${b_times[@]}") $(median "${a_times[@]}") $b_rss $a_rss $(median "${b_user[@]}") $(median "${a_user[@]}")"
