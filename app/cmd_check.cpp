@@ -9,9 +9,9 @@
 
 #include "backends.h"
 #include "command.h"
+#include "load_job.h"
 #include "runtime/executor.h"
 #include "runtime/report.h"
-#include "verify/verifier.h"
 
 namespace spopt::app {
 namespace {

@@ -9,10 +9,10 @@
 #include "backends.h"
 #include "blas_probe.h"
 #include "command.h"
+#include "load_job.h"
 #include "io/atomic_file.h"
 #include "runtime/executor.h"
 #include "runtime/report.h"
-#include "verify/verifier.h"
 
 namespace spopt::app {
 namespace {

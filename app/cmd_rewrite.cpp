@@ -8,12 +8,12 @@
 #include <memory>
 
 #include "command.h"
+#include "load_job.h"
 #include "io/atomic_file.h"
 #include "io/loader.h"
 #include "io/text_writer.h"
 #include "io/writer.h"
 #include "passes/pass_manager.h"
-#include "verify/verifier.h"
 
 namespace spopt::app {
 namespace {

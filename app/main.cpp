@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "command.h"
 #include "support/error.h"
@@ -17,6 +20,22 @@ std::vector<char*>& originalArgs() {
   static std::vector<char*> args;
   return args;
 }
+
+namespace {
+// The first word of the command line that is no option, when it names no subcommand (the global
+// options take no value, so that word is where the subcommand should stand).
+std::optional<std::string> unknownSubcommand(const CLI::App& cli, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") return std::nullopt;
+    if (arg.empty() || arg[0] == '-') continue;
+    for (const CLI::App* sub : cli.get_subcommands({}))
+      if (sub->check_name(std::string(arg))) return std::nullopt;
+    return std::string(arg);
+  }
+  return std::nullopt;
+}
+}  // namespace
 }  // namespace spopt::app
 
 int main(int argc, char** argv) {
@@ -52,6 +71,13 @@ int main(int argc, char** argv) {
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // CLI11 takes a word that names no subcommand for a stray argument and says only that a
+    // subcommand is required: name the word instead.
+    if (e.get_exit_code() != 0)
+      if (auto word = app::unknownSubcommand(cli, argc, argv)) {
+        std::cerr << "sp-opt: unknown subcommand \"" << *word << "\" (see sp-opt --help)\n";
+        return kExitBadInput;
+      }
     // --help and --version are "errors" with exit code 0; real usage errors are bad input.
     return cli.exit(e) == 0 ? kExitOk : kExitBadInput;
   }

@@ -7,12 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "ir/ir.h"
-
 namespace spopt {
 
-class Source : public SourceBuffer {
+class Source {
  public:
+  virtual ~Source() = default;
   virtual std::string_view text() const = 0;
   size_t capacity() const { return text().size() + simdjson::SIMDJSON_PADDING; }
   // Hands back the memory of a parsed range that nothing in the IR views; the bytes stay readable.

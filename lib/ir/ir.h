@@ -192,11 +192,6 @@ struct ProcessGroup {
   int positionOf(int64_t rank) const;
 };
 
-// The loaded file's bytes (io/source.h); kept with the job, though the IR views its arenas only.
-struct SourceBuffer {
-  virtual ~SourceBuffer() = default;
-};
-
 struct Job {
   std::string path;  // as named by the user, for messages
   std::string_view format;  // raw JSON string
@@ -208,7 +203,6 @@ struct Job {
 
   Arena arena;
   std::deque<Arena> load_arenas;  // one per loader thread, so that loading takes no lock
-  std::shared_ptr<SourceBuffer> source;
   // Interned key layouts of entities that hold known keys only (see Fields).
   const std::vector<Field>* internLayout(const std::vector<Field>& fields);
 

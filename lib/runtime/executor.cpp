@@ -9,6 +9,7 @@
 #include "runtime/inputs.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/npy.h"
+#include "runtime/op_site.h"
 #include "support/error.h"
 
 namespace spopt::rt {
@@ -16,22 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string opAt(const Program& p, const Block& b, size_t index) {
-  return "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b.position) + "/ops/" + std::to_string(index);
-}
-
-std::string where(const Program& p, const Block& b, size_t index, std::string_view type) {
-  return "op '" + std::string(type) + "' (rank " + std::to_string(p.rank) + ", block " + std::to_string(b.idx) + ", op " +
-         std::to_string(index) + ")";
-}
-
-
-template <typename F>
-void forEachArg(const std::vector<Slot>& slots, F f) {
-  for (const auto& s : slots)
-    for (const auto& a : s.args)
-      if (a.var) f(*a.var);
-}
 
 // The var values of one rank, indexed by Var::id.
 class Values {
@@ -127,7 +112,7 @@ void checkReplayable(const Program& p) {
   for (const auto& v : b.vars)
     if (!v->removed && keptToEnd(*v))
       for (int64_t d : v->shape)
-        if (d < 0) throw InputError(file, "/programs/" + std::to_string(p.position), "var \"" + std::string(v->name) +
+        if (d < 0) throw InputError(file, programPointer(p.position), "var \"" + std::string(v->name) +
                                     "\" (rank " + std::to_string(p.rank) + ") has an unknown (-1) dim; replay needs every shape");
 }
 

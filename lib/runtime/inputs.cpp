@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/json_pointer.h"
 #include "support/error.h"
-#include "verify/verifier.h"
 
 namespace spopt::rt {
 

@@ -9,6 +9,7 @@
 
 #include "analysis/collectives.h"
 #include "io/atomic_file.h"
+#include "ir/json_pointer.h"
 #include "runtime/npy.h"
 #include "support/error.h"
 
@@ -196,7 +197,7 @@ std::vector<int64_t> replayRanks(const Job& job) {
       if (!g) continue;  // reported by the executor with the op's position
       for (int64_t r : g->ranks)
         if (!have.count(r))
-          throw InputError(job.path, "/programs/" + std::to_string(p->position),
+          throw InputError(job.path, programPointer(p->position),
                            "rank " + std::to_string(p->rank) + " uses ring " + std::to_string(ring) + ", whose member rank " +
                                std::to_string(r) + " has no program in this file; replay needs every member");
     }

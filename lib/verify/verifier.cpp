@@ -5,6 +5,7 @@
 
 #include "analysis/collectives.h"
 #include "analysis/ring_order.h"
+#include "ir/json_pointer.h"
 #include "ir/json_text.h"
 
 namespace spopt {
@@ -68,14 +69,14 @@ class Verifier {
   void checkPrograms() {
     std::set<int64_t> ranks;
     for (const auto& p : job_.programs) {
-      std::string at = "/programs/" + std::to_string(p->position);
+      std::string at = programPointer(p->position);
       if (p->rank < 0 || p->rank >= job_.world_size)
         report(at + "/rank", "rank " + std::to_string(p->rank) + " is outside the world [0, " + std::to_string(job_.world_size) + ")");
       if (!ranks.insert(p->rank).second) report(at + "/rank", "rank " + std::to_string(p->rank) + " has two programs");
       std::set<int64_t> idxs;
       for (const auto& b : p->blocks) {
         if (!idxs.insert(b->idx).second)
-          report(at + "/blocks/" + std::to_string(b->position) + "/idx", "block idx " + std::to_string(b->idx) + " is used twice");
+          report(blockPointer(p->position, b->position) + "/idx", "block idx " + std::to_string(b->idx) + " is used twice");
         checkBlock(*p, *b);
       }
       const Block* global = p->blocks.empty() ? nullptr : p->blocks.front().get();
@@ -287,29 +288,4 @@ class Verifier {
 
 std::vector<Diagnostic> verifyJob(const Job& job, const VerifyOptions& opts) { return Verifier(job, opts).run(); }
 
-std::string opPointer(const Op& op) {
-  return "/programs/" + std::to_string(op.block->program->position) + "/blocks/" + std::to_string(op.block->position) +
-         "/ops/" + std::to_string(op.block->opPosition(&op));
-}
-
-std::string varPointer(const Var& v) {
-  size_t i = 0;
-  for (const auto& x : v.block->vars) {
-    if (x.get() == &v) break;
-    if (!x->removed) ++i;
-  }
-  return "/programs/" + std::to_string(v.block->program->position) + "/blocks/" + std::to_string(v.block->position) +
-         "/vars/" + std::to_string(i);
-}
-
-}  // namespace spopt
-
-#include "io/loader.h"
-namespace spopt {
-std::unique_ptr<Job> loadVerifiedJob(const std::string& path, const VerifyOptions& opts) {
-  auto job = loadJob(path);
-  auto problems = verifyJob(*job, opts);
-  if (!problems.empty()) throw InputErrors(std::move(problems));
-  return job;
-}
 }  // namespace spopt

@@ -16,15 +16,5 @@ struct VerifyOptions {
 // Every problem found (up to max_problems), each with the file and a JSON pointer.
 std::vector<Diagnostic> verifyJob(const Job& job, const VerifyOptions& opts = {});
 
-// JSON pointers to IR entities as they would be written now (positions skip removed vars).
-std::string opPointer(const Op& op);
-std::string varPointer(const Var& v);
-
 }  // namespace spopt
 
-#include <memory>
-#include <string>
-namespace spopt {
-// Loads and verifies; throws InputError / InputErrors (exit 2) on any problem.
-std::unique_ptr<Job> loadVerifiedJob(const std::string& path, const VerifyOptions& opts = {});
-}  // namespace spopt

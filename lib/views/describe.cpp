@@ -68,9 +68,4 @@ std::string describeOpPlace(const Op& op, uint32_t position) {
   return "op " + std::to_string(op.block->idx) + "." + std::to_string(position);
 }
 
-std::string opPointerAt(const Op& op, uint32_t position) {
-  return "/programs/" + std::to_string(op.block->program->position) + "/blocks/" + std::to_string(op.block->position) +
-         "/ops/" + std::to_string(position);
-}
-
 }  // namespace spopt

@@ -17,7 +17,5 @@ std::string describeCollective(const Op& op, bool bus_factors);
 std::string describeVarType(const Var& v);
 // "op 3" or, outside block 0, "op 1.3" (block idx, position in the block).
 std::string describeOpPlace(const Op& op, uint32_t position);
-// "/programs/0/blocks/0/ops/3" for an op at `position` in its block.
-std::string opPointerAt(const Op& op, uint32_t position);
 
 }  // namespace spopt

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/writer.h"
+#include "ir/json_pointer.h"
 #include "views/describe.h"
 
 namespace spopt {

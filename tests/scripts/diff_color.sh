@@ -9,6 +9,12 @@ if ! command -v script >/dev/null; then
   echo "SKIP diff_color: util-linux 'script' is not installed; cannot give sp-opt a terminal"
   exit 77
 fi
+# `script` needs a pseudo-terminal: a container or chroot without /dev/pts (or with its ptys used
+# up) cannot give one, and that is the machine's lack, not a failure of sp-opt.
+if ! pty_error=$(script -qec true /dev/null 2>&1 </dev/null); then
+  echo "SKIP diff_color: cannot open a pseudo-terminal (${pty_error:-script failed}); cannot give sp-opt a terminal"
+  exit 77
+fi
 cmd="$sp_opt diff $jobs/hand_tp2_legacy.json $jobs/hand_tp2_legacy.fused.json --rank 0"
 red=$'\e[31m'
 on_tty=$(env -u NO_COLOR script -qec "$cmd" /dev/null)

@@ -81,6 +81,24 @@ TEST_CASE("files ending at or near a page boundary load (the padding lies past t
   fs::remove(file);
 }
 
+TEST_CASE("a loaded job keeps no view of its file, which is unmapped when loading ends", "[io]") {
+  // An escaped "programs" key makes the top-level scan give up, so the whole document is parsed
+  // from the mapping (the path where the header's text used to view the file's bytes); the
+  // job's format, key names and unknown top-level keys must all live in its arenas.
+  std::string text = readFile(validJobs().front());
+  auto at = text.find("\"programs\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 10, "\"progr\\u0061ms\"");
+  text.insert(text.find('{') + 1, "\"note_from_the_user\": {\"kept\": [1, 2.50]}, ");
+  fs::path file = fs::temp_directory_path() / ("spopt-unmapped-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file, std::ios::binary) << text;
+  auto job = loadJob(file.string());
+  fs::remove(file);
+  std::string written = jobToString(*job);  // reads every kept text: a view of the unmapped file would fault
+  CHECK(nlohmann::ordered_json::parse(written) == nlohmann::ordered_json::parse(text));
+  CHECK(job->format == "sp-opt.program");
+}
+
 TEST_CASE("numbers keep their spelling: integers stay integers, 1.0 stays 1.0", "[io]") {
   std::string text = R"({"format":"sp-opt.program","version":1,"world_size":1,"z":{"a":1.0,"b":1,"c":1e3,"d":-0.0},
     "programs":[{"rank":0,"blocks":[{"idx":0,"vars":[{"name":"x","shape":[2],"dtype":"float32","u":[1.50,2]}],

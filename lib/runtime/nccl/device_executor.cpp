@@ -10,26 +10,13 @@
 
 #include "runtime/kernels/kernels.h"
 #include "runtime/nccl/device_ops.h"
+#include "runtime/op_site.h"
 #include "support/error.h"
 
 namespace spopt::rt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string opAt(const Program& p, const Block& b, size_t index) {
-  return "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b.position) + "/ops/" + std::to_string(index);
-}
-std::string where(const Program& p, const Block& b, size_t index, std::string_view type) {
-  return "op '" + std::string(type) + "' (rank " + std::to_string(p.rank) + ", block " + std::to_string(b.idx) + ", op " +
-         std::to_string(index) + ")";
-}
-
-template <typename F> void forEachArg(const std::vector<Slot>& slots, F f) {
-  for (const auto& s : slots)
-    for (const auto& a : s.args)
-      if (a.var) f(*a.var);
-}
 
 // Named streams and events of one rank; stream 0 is the compute stream.
 class Streams {
@@ -392,7 +379,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
       }
       if (Clock::now() >= deadline) {
         comm.abort();
-        throw InputError(file, "/programs/" + std::to_string(p.position),
+        throw InputError(file, programPointer(p.position),
                          "rank " + std::to_string(p.rank) + ": the device did not finish the program within " +
                              std::to_string(dro.timeout.count() / 1000.0).substr(0, 5) +
                              " s (a collective whose members never all issued it?)");
