@@ -68,6 +68,7 @@ int runExport(const Options& o) {
   std::filesystem::create_directories(o.output, ec);
   if (ec) throw InputError(o.output, "", "cannot create directory: " + ec.message());
   for (const auto& [path, bytes] : files) writeFileAtomic(path, bytes);
+  keepUntilExit(std::make_unique<paddle::Json>(std::move(job)));
   std::cout << "wrote " << files.size() << " " << format.name << " file" << (files.size() == 1 ? "" : "s") << " to "
             << o.output << "\n";
   return kExitOk;

@@ -311,7 +311,40 @@ bool looksLikeLegacyText(std::string_view bytes) {
   return bytes.substr(i, 11) == "{ // block ";
 }
 
+namespace {
+ImportedProgram parseLegacyText(const std::string& path, std::string_view bytes);
+}
+
 ImportedProgram readLegacyText(const std::string& path, std::string_view bytes) {
+  // JSON strings must be UTF-8: say where the text is not, before any name is taken from it.
+  Json probe = bytesToJson(std::string(bytes));
+  if (probe.is_object()) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      if (bytesToJson(std::string(bytes.substr(i, 4))).is_string() || static_cast<unsigned char>(bytes[i]) < 0x80) {
+        if (bytes[i] == '\n') {
+          ++line;
+          col = 1;
+        } else {
+          ++col;
+        }
+        continue;
+      }
+      break;
+    }
+    throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(col), "", "the text is not UTF-8 here");
+  }
+  try {
+    return parseLegacyText(path, bytes);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path, "", std::string("invalid program text: ") + e.what());
+  }
+}
+
+namespace {
+ImportedProgram parseLegacyText(const std::string& path, std::string_view bytes) {
   Json blocks = Json::array();
   Json* block = nullptr;
   size_t block_line = 0, line_no = 0;
@@ -368,5 +401,6 @@ ImportedProgram readLegacyText(const std::string& path, std::string_view bytes) 
   result.program["paddle"] = {{"attr_types_guessed", true}};
   return result;
 }
+}  // namespace
 
 }  // namespace spopt::paddle

@@ -425,7 +425,22 @@ bool looksLikeProgramDesc(std::string_view bytes) {
   return c == 0x0a || c == 0x22 || c == 0x2a;
 }
 
+namespace {
+ImportedProgram convertProgramDesc(const std::string& path, std::string_view bytes);
+}
+
 ImportedProgram readProgramDesc(const std::string& path, std::string_view bytes) {
+  try {
+    return convertProgramDesc(path, bytes);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path, "", std::string("invalid ProgramDesc: ") + e.what());
+  }
+}
+
+namespace {
+ImportedProgram convertProgramDesc(const std::string& path, std::string_view bytes) {
   if (auto problem = findWireProblem(bytes)) throw InputError(path, "", *problem);
   pb::ProgramDesc desc;
   if (!desc.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -486,6 +501,7 @@ ImportedProgram readProgramDesc(const std::string& path, std::string_view bytes)
   result.program = std::move(program);
   return result;
 }
+}  // namespace
 
 std::string writeProgramDesc(const Json& program, const std::string& where) {
   std::string pointer;
