@@ -6,7 +6,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES=(
   build-essential cmake pkg-config python3 python3-jsonschema python3-numpy jq time
   libcli11-dev nlohmann-json3-dev libabsl-dev libsimdjson-dev libspdlog-dev catch2
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler
   graphviz clang libclang-rt-14-dev chromium
 )
 export DEBIAN_FRONTEND=noninteractive

@@ -39,6 +39,14 @@ if command -v clang++ >/dev/null; then
     cp "$f" "$text_corpus/$(echo "$f" | tr / _)"
   done
   build-fuzz/tests/fuzz-text-reader -max_total_time="${FUZZ_TEXT_SECONDS:-30}" -max_len=65536 -timeout=10 "$text_corpus" 2>&1 | tail -3
+  echo "== libFuzzer over the Paddle readers (${PADDLE_FUZZ_SECONDS:-15} s each)"
+  cmake --build build-fuzz -j"$JOBS" --target fuzz-programdesc fuzz-paddle-text
+  pd_corpus=$(mktemp -d); txt_corpus=$(mktemp -d); trap 'rm -rf "$corpus" "$text_corpus" "$pd_corpus" "$txt_corpus"' EXIT
+  cp testdata/paddle/*.pdmodel testdata/paddle/*__model__ "$pd_corpus"/
+  cp testdata/paddle/bad_missing_brace.txt "$txt_corpus"/
+  head -c 60000 testdata/paddle/resnet_dp_start_program.txt1 > "$txt_corpus"/start_head.txt
+  build-fuzz/tests/fuzz-programdesc -max_total_time="${PADDLE_FUZZ_SECONDS:-15}" -max_len=200000 -timeout=10 "$pd_corpus" 2>&1 | tail -3
+  build-fuzz/tests/fuzz-paddle-text -max_total_time="${PADDLE_FUZZ_SECONDS:-15}" -max_len=65536 -timeout=10 "$txt_corpus" 2>&1 | tail -3
 else
   echo "== libFuzzer skipped: clang++ is not installed"
 fi
