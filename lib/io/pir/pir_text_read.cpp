@@ -123,7 +123,7 @@ class Parser {
     std::string out;
     size_t start = pos_;
     while (!eof() && !(s_[pos_] == '"' && (pos_ == start || s_[pos_ - 1] != '\\'))) {
-      if (s_[pos_] == '\n') fail("a string must not span lines");
+      if (s_[pos_] == '\n') failAt(start - 1, "unterminated string (a string must not span lines)");
       ++pos_;
     }
     if (eof()) failAt(start - 1, "unterminated string");
@@ -317,7 +317,9 @@ class Parser {
       if (!accept(')')) {
         do {
           ws();
-          results.emplace_back(valueName(), pos_);
+          size_t at = pos_;
+          std::string id = valueName();
+          results.emplace_back(std::move(id), at);
         } while (accept(','));
         expect(')');
       }
