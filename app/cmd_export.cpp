@@ -1,0 +1,73 @@
+// sp-opt export JOB --to pdmodel -o DIR: one Paddle program file per rank (DIR/rank_N.EXT).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "command.h"
+#include "io/atomic_file.h"
+#include "io/loader.h"
+#include "io/paddle/formats.h"
+#include "support/error.h"
+
+namespace spopt::app {
+namespace {
+
+struct Options {
+  std::string job, to = "pdmodel", output;
+};
+
+int runExport(const Options& o) {
+  const auto& format = paddle::formatByName(o.to, /*for_writing=*/true);
+  // The loader checks the job (format v1, names resolve) and says where it is broken.
+  keepUntilExit(loadJob(o.job));
+  std::ifstream in(o.job, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  paddle::Json job = paddle::Json::parse(buf.str());
+
+  // Ring ids the import renumbered (a Paddle ring_id is local to a process) go back to Paddle's.
+  std::map<int64_t, int64_t> paddle_ring;
+  for (const auto& g : job.value("process_groups", paddle::Json::array()))
+    if (g.contains("paddle") && g["paddle"].contains("ring_id"))
+      paddle_ring[g["ring_id"].get<int64_t>()] = g["paddle"]["ring_id"].get<int64_t>();
+
+  std::vector<std::pair<std::string, std::string>> files;  // path, bytes: all made before any is written
+  auto& programs = job["programs"];
+  for (size_t i = 0; i < programs.size(); ++i) {
+    auto& program = programs[i];
+    if (!paddle_ring.empty())
+      for (auto& block : program["blocks"])
+        for (auto& op : block["ops"]) {
+          if (!op.contains("attrs") || !op["attrs"].contains("ring_id") || !op["attrs"]["ring_id"].is_number_integer()) continue;
+          auto it = paddle_ring.find(op["attrs"]["ring_id"].get<int64_t>());
+          if (it != paddle_ring.end()) op["attrs"]["ring_id"] = it->second;
+        }
+    std::string where = o.job + ": /programs/" + std::to_string(i);
+    std::string bytes = format.write(program, o.job);
+    files.emplace_back(o.output + "/rank_" + std::to_string(program["rank"].get<int64_t>()) + "." +
+                           std::string(format.extension),
+                       std::move(bytes));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.output, ec);
+  if (ec) throw InputError(o.output, "", "cannot create directory: " + ec.message());
+  for (const auto& [path, bytes] : files) writeFileAtomic(path, bytes);
+  std::cout << "wrote " << files.size() << " " << format.name << " file" << (files.size() == 1 ? "" : "s") << " to "
+            << o.output << "\n";
+  return kExitOk;
+}
+
+const Registrar reg{{"export", "Write a job as Paddle program files, one per rank: " + paddle::formatNames(true),
+                     "sp-opt export job.json --to pdmodel -o out/", [](CLI::App& sub) {
+                       auto o = std::make_shared<Options>();
+                       sub.add_option("job", o->job, "Job file")->required();
+                       sub.add_option("--to", o->to, "Output format: " + paddle::formatNames(true));
+                       sub.add_option("-o,--output", o->output, "Output directory (rank_N.EXT per program)")->required();
+                       return [o] { return runExport(*o); };
+                     }}};
+
+}  // namespace
+}  // namespace spopt::app

@@ -1,0 +1,69 @@
+// The table of Paddle program formats (see formats.h for how to add one).
+#include "io/paddle/formats.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "io/paddle/legacy_text.h"
+#include "io/paddle/program_desc.h"
+#include "support/error.h"
+
+namespace spopt::paddle {
+
+const std::vector<ProgramFormat>& programFormats() {
+  // Order matters for detection: the cheapest, most certain tests first. A protobuf binary is
+  // tried last because "not text" is all that distinguishes it.
+  static const std::vector<ProgramFormat> formats = {
+      {"paddle-text", "txt", "legacy program text as print(program) writes it ({ // block 0 ...)",
+       looksLikeLegacyText, readLegacyText, nullptr},
+      {"pdmodel", "pdmodel", "ProgramDesc protobuf (*.pdmodel, __model__, desc.serialize_to_string())",
+       looksLikeProgramDesc, readProgramDesc, writeProgramDesc},
+  };
+  return formats;
+}
+
+std::string formatNames(bool writable_only) {
+  std::string names;
+  for (const auto& f : programFormats()) {
+    if (writable_only && !f.write) continue;
+    if (!names.empty()) names += ", ";
+    names += f.name;
+  }
+  return names;
+}
+
+const ProgramFormat& formatByName(std::string_view name, bool for_writing) {
+  for (const auto& f : programFormats())
+    if (f.name == name && (!for_writing || f.write)) return f;
+  throw InputError("", "", std::string("unknown ") + (for_writing ? "export" : "import") + " format '" +
+                               std::string(name) + "' (known: " + formatNames(for_writing) + ")");
+}
+
+ImportedProgram readProgramFile(const std::string& path, std::string_view forced_format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "cannot read file");
+  std::string bytes = std::move(buf).str();
+  if (bytes.empty()) throw InputError(path, "", "empty file: not a Paddle program");
+  const ProgramFormat* format = nullptr;
+  if (!forced_format.empty()) {
+    format = &formatByName(forced_format);
+  } else {
+    for (const auto& f : programFormats())
+      if (f.detect(bytes)) {
+        format = &f;
+        break;
+      }
+    if (!format)
+      throw InputError(path, "", "not a Paddle program this build reads (formats: " + formatNames() +
+                                     "; --from forces one)");
+  }
+  ImportedProgram imported = format->read(path, bytes);
+  imported.path = path;
+  imported.format = std::string(format->name);
+  return imported;
+}
+
+}  // namespace spopt::paddle
