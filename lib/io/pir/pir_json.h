@@ -4,7 +4,6 @@
 #include <string>
 
 #include "io/pir/pir_common.h"
-#include "ir/ir.h"
 
 namespace spopt::pir {
 
@@ -13,9 +12,8 @@ namespace spopt::pir {
 ojson readPirJson(const std::string& path);
 ojson pirJsonToProgram(std::string_view text, const std::string& display_name);
 
-// A program of a loaded job back to PIR JSON (compact, keys sorted as Paddle writes them).
-// Throws InputError naming `display_name` when the program has no PIR form (nested blocks, ...).
-std::string writePirJson(const Program& program, const std::string& display_name);
-void writePirJsonFile(const Program& program, const std::string& path);
+// A format-v1 program object (as a job holds it) back to PIR JSON: compact, keys sorted as Paddle
+// writes them. Throws InputError naming `where` when the program has no PIR form (nested blocks).
+std::string writePirJson(const ojson& program, const std::string& where);
 
 }  // namespace spopt::pir

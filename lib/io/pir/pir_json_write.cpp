@@ -3,9 +3,7 @@
 #include <charconv>
 #include <unordered_map>
 
-#include "io/atomic_file.h"
 #include "io/pir/pir_json.h"
-#include "io/writer.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -17,16 +15,18 @@ json toJson(const ojson& v) { return json::parse(v.dump()); }
 
 class Writer {
  public:
-  Writer(const Program& p, std::string file) : program_(p), file_(std::move(file)) {}
+  Writer(const ojson& p, std::string where) : program_(p), where_(std::move(where)) {}
 
   json write() {
-    if (program_.blocks.size() != 1)
-      fail("", "a program with " + std::to_string(program_.blocks.size()) + " blocks has no PIR JSON form here (one block)");
-    ojson pfields = programPir();
-    const Block& block = *program_.blocks[0];
+    const ojson& blocks = program_.value("blocks", ojson::array());
+    if (blocks.size() != 1)
+      fail("", "a program with " + std::to_string(blocks.size()) + " blocks has no PIR JSON form here (one block)");
+    ojson pfields = program_.value(kProgramKey, ojson::object());
+    const ojson& block = blocks[0];
     numberValues(block);
     json ops = json::array();
-    for (const Op& op : block.ops) ops.push_back(writeOp(op));
+    const ojson& op_list = block.value("ops", ojson::array());
+    for (size_t i = 0; i < op_list.size(); ++i) ops.push_back(writeOp(op_list[i], i));
     json b = {{"#", pfields.value("block_id", "block_0")}, {"args", json::array()}, {"ops", std::move(ops)}};
     json region = {{"#", pfields.value("region_id", "region_0")}, {"blocks", json::array({std::move(b)})}};
     json base = pfields.contains("base_code") ? toJson(pfields["base_code"])
@@ -36,30 +36,21 @@ class Writer {
 
  private:
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw InputError(file_, where, what);
-  }
-
-  ojson programPir() const {
-    for (const Field& f : program_.fields)
-      if (f.key == kProgramKey && !f.known()) return ojson::parse(f.raw);
-    return ojson::object();
-  }
-  static ojson unknownField(const Fields& fields, std::string_view key) {
-    for (const Field& f : fields)
-      if (f.key == key && !f.known()) return ojson::parse(f.raw);
-    return nullptr;
+    throw InputError(where_, where, what);
   }
 
   // Value ids: "vN" keeps N; a var a pass added gets the next id after the largest.
-  void numberValues(const Block& block) {
+  void numberValues(const ojson& block) {
     int64_t next = 1;
-    for (const auto& v : block.vars) {
-      if (auto id = idOfName(v->name)) next = std::max(next, *id + 1);
-    }
-    for (const auto& v : block.vars) {
-      if (v->removed) continue;
-      auto id = idOfName(v->name);
-      ids_[v.get()] = id ? *id : next++;
+    static const ojson kNone = ojson::array();
+    const ojson& vars = block.contains("vars") ? block.at("vars") : kNone;  // vars_ points into it
+    for (const auto& v : vars)
+      if (auto id = idOfName(v.value("name", ""))) next = std::max(next, *id + 1);
+    for (size_t i = 0; i < vars.size(); ++i) {
+      std::string name = vars[i].value("name", "");
+      auto id = idOfName(name);
+      ids_[name] = id ? *id : next++;
+      vars_[name] = &vars[i];
     }
   }
   static std::optional<int64_t> idOfName(std::string_view name) {
@@ -69,16 +60,20 @@ class Writer {
     if (ec != std::errc() || end != name.data() + name.size() || id <= 0) return std::nullopt;
     return id;
   }
-  int64_t idOf(const Var* v) const {
-    auto it = ids_.find(v);
-    return it == ids_.end() ? 0 : it->second;
+  int64_t idOf(const std::string& name, const std::string& where) const {
+    auto it = ids_.find(name);
+    if (it == ids_.end()) fail(where, "var \"" + name + "\" is not declared in the block");
+    return it->second;
   }
 
   // The var's kept PIR type while its shape and dtype still agree with it, else a dense tensor.
-  json valueType(const Var& v) const {
-    ojson kept = unknownField(v.fields, kVarTypeKey);
-    std::string dtype(dtypeName(v.dtype));
-    ojson shape = v.shape;
+  json valueType(const std::string& name, const std::string& where) const {
+    idOf(name, where);  // declared
+    const ojson& v = *vars_.at(name);
+    ojson kept = v.value(kVarTypeKey, ojson());
+    std::string dtype = v.value("dtype", "");
+    ojson shape = v.value("shape", ojson::array());
+    if (!jsonTypeOfDtype(dtype)) fail(where, "var \"" + name + "\" has dtype \"" + dtype + "\" with no PIR JSON type");
     if (kept.is_object() && kept.value("#", "") == "0.t_dtensor" && kept["D"].is_array() && kept["D"].size() == 5 &&
         kept["D"][1] == shape && kept["D"][0].value("#", "") == jsonTypeOfDtype(dtype).value_or(""))
       return toJson(kept);
@@ -132,36 +127,39 @@ class Writer {
     return it != attrs.end() && it->is_array() && !it->empty() && (*it)[0] == true ? 1 : 0;
   }
 
-  json writeOp(const Op& op) {
-    ojson o = ojson::parse(opToJson(op));
-    std::string where = "op " + std::to_string(op.block->opPosition(&op)) + " (" + std::string(op.type) + ")";
-    ojson pir = o.contains(kOpKey) ? o[kOpKey] : ojson::object();
+  json writeOp(const ojson& o, size_t index) {
+    std::string type = o.value("type", "");
+    std::string where = "/blocks/0/ops/" + std::to_string(index);
+    ojson pir = o.value(kOpKey, ojson::object());
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = pir.value("attr_types", ojson::object());
     // Streams: a pass edits them in dist_attr, where sp-opt keeps them.
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
-        if (o["dist_attr"].contains(s)) attrs[s] = o["dist_attr"][s];
+        if (o.at("dist_attr").contains(s)) attrs[s] = o.at("dist_attr").at(s);
     ojson keys = pir.value("keys", ojson::array({"A", "I", "O", "OA"}));
     auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
     json out = json::object();
     std::string id = pir.value("id", "");
-    if (id == "p") return parameterOp(op, attrs, types, pir, has, where);
+    const ojson& inputs = o.value("inputs", ojson::object());
+    const ojson& outputs = o.value("outputs", ojson::object());
+    if (id == "p") return parameterOp(outputs, attrs, types, pir, has, where);
 
-    out["#"] = id.empty() ? compressedName(std::string(op.type)) : id;
+    out["#"] = id.empty() ? compressedName(type) : id;
     if (has("I")) {
       json ins = json::array();
-      for (const Slot& s : op.inputs) {
-        if (s.args.size() > 1) fail(where, "input slot \"" + std::string(s.name) + "\" holds more than one var");
-        ins.push_back({{"%", s.args.empty() ? 0 : idOf(s.args[0].var)}});
+      for (auto it = inputs.begin(); it != inputs.end(); ++it) {
+        if (it->size() > 1) fail(where, "input slot \"" + it.key() + "\" holds more than one var (PIR: one value per operand)");
+        ins.push_back({{"%", it->empty() ? 0 : idOf((*it)[0].get<std::string>(), where)}});
       }
       out["I"] = std::move(ins);
     }
     if (has("O")) {
       json outs = json::array();
-      for (const Slot& s : op.outputs) {
-        if (s.args.size() != 1) fail(where, "output slot \"" + std::string(s.name) + "\" must hold one var");
-        outs.push_back({{"%", idOf(s.args[0].var)}, {"TT", valueType(*s.args[0].var)}});
+      for (auto it = outputs.begin(); it != outputs.end(); ++it) {
+        if (it->size() != 1) fail(where, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
+        std::string name = (*it)[0].get<std::string>();
+        outs.push_back({{"%", idOf(name, where)}, {"TT", valueType(name, where)}});
       }
       out["O"] = std::move(outs);
     }
@@ -176,12 +174,12 @@ class Writer {
   }
 
   template <typename Has>
-  json parameterOp(const Op& op, const ojson& attrs, const ojson& types, const ojson& pir, Has has,
+  json parameterOp(const ojson& outputs, const ojson& attrs, const ojson& types, const ojson& pir, Has has,
                    const std::string& where) {
     json out = {{"#", "p"}};
-    if (op.outputs.size() != 1 || op.outputs[0].args.size() != 1) fail(where, "a parameter op has one result");
-    const Var& v = *op.outputs[0].args[0].var;
-    out["O"] = {{"%", idOf(&v)}, {"TT", valueType(v)}};
+    if (outputs.size() != 1 || outputs.begin()->size() != 1) fail(where, "a parameter op has one result");
+    std::string name = (*outputs.begin())[0].get<std::string>();
+    out["O"] = {{"%", idOf(name, where)}, {"TT", valueType(name, where)}};
     if (has("A"))
       out["A"] = {flagOf(attrs, "is_distributed"), flagOf(attrs, "is_parameter"), flagOf(attrs, "need_clip"),
                   attrs.value("parameter_name", "")};
@@ -202,20 +200,16 @@ class Writer {
     return type;
   }
 
-  const Program& program_;
-  std::string file_;
-  std::unordered_map<const Var*, int64_t> ids_;
+  const ojson& program_;
+  std::string where_;
+  std::unordered_map<std::string, int64_t> ids_;
+  std::unordered_map<std::string, const ojson*> vars_;
 };
 
 }  // namespace
 
-std::string writePirJson(const Program& program, const std::string& display_name) {
-  return Writer(program, display_name).write().dump();
-}
-
-void writePirJsonFile(const Program& program, const std::string& path) {
-  std::string text = writePirJson(program, path);
-  writeFileAtomic(path, text);
+std::string writePirJson(const ojson& program, const std::string& where) {
+  return Writer(program, where).write().dump();
 }
 
 }  // namespace spopt::pir
