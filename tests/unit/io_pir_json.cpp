@@ -79,7 +79,9 @@ TEST_CASE("PIR JSON ops map to format v1 slots, attrs and kept types", "[pir]") 
 
 TEST_CASE("bad PIR JSON fails with one line naming the place", "[pir]") {
   std::string good = slurp(kReal);
-  CHECK(importError("{\"base_code\":") == "f.json: byte 14: malformed JSON");
+  CHECK(importError("{\"base_code\":") ==
+        "f.json: byte 14: malformed JSON: syntax error while parsing value - unexpected end of input; expected '[', "
+        "'{', or a literal");
   CHECK(importError("{\"base_code\":{\"magic\":\"xyz\"},\"program\":{}}") ==
         "f.json: /base_code: \"magic\" must be \"pir\" (not a PIR JSON file)");
   // An unknown compressed key on an op.

@@ -370,7 +370,10 @@ ojson pirJsonToProgram(std::string_view text, const std::string& display_name) {
   try {
     root = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(display_name, "byte " + std::to_string(e.byte), "malformed JSON");
+    std::string why = e.what();
+    size_t at = why.find("syntax error");
+    throw InputError(display_name, "byte " + std::to_string(e.byte),
+                     "malformed JSON" + (at == std::string::npos ? std::string() : ": " + why.substr(at)));
   }
   return Reader(display_name).program(root);
 }
