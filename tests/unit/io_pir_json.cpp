@@ -107,3 +107,40 @@ TEST_CASE("bad PIR JSON fails with one line naming the place", "[pir]") {
   CHECK(importError(doc.dump()) ==
         "f.json: /program/regions/0/blocks/0/ops/300/#: unknown dialect in op name \"9.add\" (known ids 0-4: builtin pd_op cf custom_op dist)");
 }
+
+TEST_CASE("PIR JSON export carries edits a pass made: attrs, streams, new vars and ops", "[pir]") {
+  std::string tiny = slurp(std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/tiny_matmul.pirjson");
+  pir::ojson program = pir::pirJsonToProgram(tiny, "tiny.json");
+  auto& ops = program["blocks"][0]["ops"];
+  // An edited attribute keeps its PIR type; a stream set in dist_attr becomes the PIR attribute.
+  ops[2]["attrs"]["transpose_y"] = true;
+  ops[2]["dist_attr"] = {{"execution_stream", "auto_parallel_mp"}};
+  // A new op on a new var (as a pass inserts one): ids continue after the largest, types come from
+  // the var, attribute types are inferred from the values.
+  program["blocks"][0]["vars"].push_back({{"name", "scaled"}, {"shape", {2, 4}}, {"dtype", "bfloat16"}, {"persistable", false}});
+  ops.push_back({{"type", "pd_op.scale"}, {"inputs", {{"in0", {"v3"}}}}, {"outputs", {{"out0", {"scaled"}}}},
+                 {"attrs", {{"bias", 0.5}, {"bias_after_scale", true}}}});
+  auto out = nlohmann::json::parse(pir::writePirJson(program, "job.json"));
+  const auto& pops = out["program"]["regions"][0]["blocks"][0]["ops"];
+  REQUIRE(pops.size() == 5);
+  CHECK(pops[2]["A"][1] == nlohmann::json::parse(R"({"AT":{"#":"0.a_bool","D":true},"N":"transpose_y"})"));
+  CHECK(pops[2]["A"][2] == nlohmann::json::parse(R"({"AT":{"#":"0.a_str","D":"auto_parallel_mp"},"N":"execution_stream"})"));
+  CHECK(pops[4] == nlohmann::json::parse(R"({"#":"1.scale","I":[{"%":3}],
+      "O":[{"%":5,"TT":{"#":"0.t_dtensor","D":[{"#":"0.t_bf16"},[2,4],"NCHW",[],0]}}],
+      "A":[{"AT":{"#":"0.a_f32","D":0.5},"N":"bias"},{"AT":{"#":"0.a_bool","D":true},"N":"bias_after_scale"}],
+      "OA":[]})"));
+  // ... and it reads back.
+  pir::ojson again = pir::pirJsonToProgram(out.dump(), "again.json");
+  CHECK(again["blocks"][0]["ops"][4]["type"] == "pd_op.scale");
+  CHECK(again["blocks"][0]["vars"].back()["name"] == "v5");
+
+  // What PIR JSON cannot say is refused with the place, not written wrong.
+  ops[2]["inputs"]["in0"] = {"v2", "v1"};
+  try {
+    pir::writePirJson(program, "job.json");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "job.json: /blocks/0/ops/2: input slot \"in0\" holds more than one var (PIR: one value per operand)");
+  }
+}
