@@ -34,6 +34,12 @@ if command -v clang++ >/dev/null; then
   corpus=$(mktemp -d); trap 'rm -rf "$corpus"' EXIT
   cp testdata/jobs/*.json testdata/bad/*.json "$corpus"/
   build-fuzz/tests/fuzz-loader -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 "$corpus" 2>&1 | tail -3
+  echo "== libFuzzer over the PIR readers (${FUZZ_SECONDS:-60} s each)"
+  cmake --build build-fuzz -j"$JOBS" --target fuzz-pir-json fuzz-pir-text
+  pir_corpus=$(mktemp -d); cp testdata/pir/*.pirjson testdata/pir/real/* "$pir_corpus"/
+  build-fuzz/tests/fuzz-pir-json -max_total_time="${FUZZ_SECONDS:-60}" -max_len=262144 -timeout=10 "$pir_corpus" 2>&1 | tail -3
+  build-fuzz/tests/fuzz-pir-text -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 "$pir_corpus" 2>&1 | tail -3
+  rm -rf "$pir_corpus"
 else
   echo "== libFuzzer skipped: clang++ is not installed"
 fi

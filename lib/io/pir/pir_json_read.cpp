@@ -34,9 +34,11 @@ class Reader {
     const json& region = single(member(prog, "regions"), "regions", "top-level region");
     Scope sr(*this, "regions"), sr0(*this, "0");
     object(region, "a region", {"#", "blocks"});
+    std::string region_id = name(region, "a region");
     const json& block = single(member(region, "blocks"), "blocks", "block in the top-level region");
     Scope sb(*this, "blocks"), sb0(*this, "0");
     object(block, "a block", {"#", "args", "ops", "kwargs"});
+    std::string block_id = name(block, "a block");
     if (block.contains("kwargs")) at("kwargs", [&] { fail("block keyword arguments are not supported"); });
     const json& args = member(block, "args");
     if (!args.is_array() || !args.empty())
@@ -60,8 +62,8 @@ class Reader {
     b["ops"] = std::move(ops);
     out["blocks"] = ojson::array({std::move(b)});
     out[kProgramKey] = {{"base_code", ojson::parse(base.dump())},
-                        {"region_id", region.value("#", json()).is_string() ? ojson(region["#"].get<std::string>()) : ojson()},
-                        {"block_id", block.value("#", json()).is_string() ? ojson(block["#"].get<std::string>()) : ojson()}};
+                        {"region_id", region_id},
+                        {"block_id", block_id}};
     return out;
   }
 
@@ -103,6 +105,11 @@ class Reader {
     if (arr.size() != 1)
       fail("exactly one " + std::string(what) + " is supported, found " + std::to_string(arr.size()));
     return arr[0];
+  }
+  std::string name(const json& obj, const char* what) {
+    const json& id = member(obj, "#");
+    if (!id.is_string()) at("#", [&] { fail(std::string("the \"#\" of ") + what + " must be a string"); });
+    return id.get<std::string>();
   }
   int64_t integer(const json& v, const char* what) {
     if (!v.is_number_integer()) fail(std::string(what) + " must be an integer");
