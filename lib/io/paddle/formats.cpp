@@ -18,7 +18,7 @@ const std::vector<ProgramFormat>& programFormats() {
       {"pir-json", "json", "Paddle 3 PIR JSON ({\"base_code\":{\"magic\":\"pir\"},\"program\":...})",
        pir::looksLikePirJson, pir::readPirJsonFormat, pir::writePirJsonFormat},
       {"pir-text", "pirtxt", "Paddle 3 PIR text as a program prints ({ (%1) = \"pd_op.full\" () {...} : ...)",
-       pir::looksLikePirText, pir::readPirTextFormat, nullptr},
+       pir::looksLikePirText, pir::readPirTextFormat, pir::writePirTextFormat},
       {"paddle-text", "txt", "legacy program text as print(program) writes it ({ // block 0 ...)",
        looksLikeLegacyText, readLegacyText, nullptr},
       {"pdmodel", "pdmodel", "ProgramDesc protobuf (*.pdmodel, __model__, desc.serialize_to_string())",

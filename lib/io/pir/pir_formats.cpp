@@ -45,4 +45,8 @@ paddle::ImportedProgram readPirTextFormat(const std::string& path, std::string_v
   return p;
 }
 
+std::string writePirTextFormat(const paddle::Json& program, const std::string& where) {
+  return writePirText(program, where);
+}
+
 }  // namespace spopt::pir

@@ -13,5 +13,6 @@ std::string writePirJsonFormat(const paddle::Json& program, const std::string& w
 
 bool looksLikePirText(std::string_view bytes);  // "{" then an op line: "(%N) = ..." or "\"dialect.op\""
 paddle::ImportedProgram readPirTextFormat(const std::string& path, std::string_view bytes);
+std::string writePirTextFormat(const paddle::Json& program, const std::string& where);
 
 }  // namespace spopt::pir

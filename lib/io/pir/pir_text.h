@@ -13,6 +13,10 @@ namespace spopt::pir {
 ojson readPirText(const std::string& path);
 ojson pirTextToProgram(std::string_view text, const std::string& display_name);
 
+// A format-v1 program object back to PIR text, one op a line as Paddle prints it (what the reader
+// kept comes back: attr order and types, type spellings). Throws InputError naming `where`.
+std::string writePirText(const ojson& program, const std::string& where);
+
 // Single items, as the PIR parser's own test cases hold them.
 ojson parsePirTextAttribute(std::string_view text, const std::string& display_name, ojson* type = nullptr);
 std::string parsePirTextType(std::string_view text, const std::string& display_name);  // normalised spelling

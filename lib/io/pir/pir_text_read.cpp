@@ -243,6 +243,10 @@ class Parser {
     ws();
     size_t b = pos_;
     Type t;
+    if (acceptWord("<<NULL TYPE>>")) {  // the type of a null operand
+      t.text = "<<NULL TYPE>>";
+      return t;
+    }
     t.name = name("a type");
     if (t.name == "vec") {
       t.is_vec = true;
