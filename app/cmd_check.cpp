@@ -60,6 +60,7 @@ int runCheck(const Options& o) {
     if (ranks != after_ranks)
       throw InputError(o.after, "/programs", "holds the programs of ranks " + rankSet(after_ranks) + ", " + o.before +
                                                  " those of ranks " + rankSet(ranks));
+    for (const auto* job : {before.get(), after.get()}) rt::checkOpsReplayable(*job);
     for (const auto* job : {before.get(), after.get()})
       for (const auto& p : job->programs) rt::checkReplayable(*p);
     rt::ExecOptions eo{o.seed, o.inputs, false};

@@ -34,6 +34,19 @@ int runExport(const Options& o) {
     if (g.contains("paddle") && g["paddle"].contains("ring_id"))
       paddle_ring[g["ring_id"].get<int64_t>()] = g["paddle"]["ring_id"].get<int64_t>();
 
+  // A job an import would not rebuild from the programs alone (rings, a world larger than the
+  // programs, keys of its own, ranks out of order) rides along in every program as "job", which
+  // the writer keeps where the format has room (pdmodel: the spopt field) and import restores.
+  paddle::Json job_info = job;
+  job_info["programs"] = nullptr;
+  bool plain = job.value("process_groups", paddle::Json::array()).empty() &&
+               job.value("world_size", 0) == static_cast<int64_t>(job["programs"].size());
+  std::vector<std::string> standard = {"format", "version", "world_size", "process_groups", "programs"}, keys;
+  for (const auto& [key, value] : job.items()) keys.push_back(key);
+  plain &= keys == standard || keys == std::vector<std::string>{"format", "version", "world_size", "programs"};
+  for (size_t i = 0; i < job["programs"].size(); ++i)
+    plain &= job["programs"][i].value("rank", -1) == static_cast<int64_t>(i);
+
   std::vector<std::pair<std::string, std::string>> files;  // path, bytes: all made before any is written
   auto& programs = job["programs"];
   for (size_t i = 0; i < programs.size(); ++i) {
@@ -45,7 +58,7 @@ int runExport(const Options& o) {
           auto it = paddle_ring.find(op["attrs"]["ring_id"].get<int64_t>());
           if (it != paddle_ring.end()) op["attrs"]["ring_id"] = it->second;
         }
-    std::string where = o.job + ": /programs/" + std::to_string(i);
+    if (!plain) program["job"] = job_info;
     std::string bytes = format.write(program, o.job);
     files.emplace_back(o.output + "/rank_" + std::to_string(program["rank"].get<int64_t>()) + "." +
                            std::string(format.extension),

@@ -42,6 +42,7 @@ int runReplay(const Options& o) {
     auto job = loadVerifiedJob(o.job);
     backend->checkLaunch(*job);
     auto ranks = rt::replayRanks(*job);
+    rt::checkOpsReplayable(*job);
     for (const auto& p : job->programs) rt::checkReplayable(*p);
     rt::ExecOptions eo{o.seed, o.inputs, !o.trace.empty()};
 

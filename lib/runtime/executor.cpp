@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -120,6 +121,30 @@ Liveness computeLiveness(const Program& p) {
   for (size_t id = 0; id < last.size(); ++id)
     if (last[id] >= 0 && !keptToEnd(*by_id[id])) l.release_after[size_t(last[id])].push_back(by_id[id]);
   return l;
+}
+
+void checkOpsReplayable(const Job& job) {
+  std::vector<std::string_view> types;  // in order of first use
+  std::string first;
+  size_t count = 0;
+  for (const auto& p : job.programs) {
+    if (p->blocks.empty()) continue;
+    const Block& b = entryBlock(*p);
+    size_t index = 0;
+    for (const Op& op : b.ops) {
+      if (!asCollective(op) && !findKernel(op.type)) {
+        if (first.empty()) first = opAt(*p, b, index);
+        ++count;
+        if (std::find(types.begin(), types.end(), op.type) == types.end()) types.push_back(op.type);
+      }
+      ++index;
+    }
+  }
+  if (types.size() < 2) return;  // one unknown type: checkReplayable names the op
+  std::string list;
+  for (auto t : types) list += (list.empty() ? "" : ", ") + std::string(t);
+  throw InputError(job.path, first, "not replayable: " + list + " (" + std::to_string(count) + " ops of " +
+                                        std::to_string(types.size()) + " types outside the replay catalogue)");
 }
 
 void checkReplayable(const Program& p) {

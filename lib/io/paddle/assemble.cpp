@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "support/error.h"
@@ -61,8 +62,47 @@ struct UnionFind {
 
 }  // namespace
 
+namespace {
+// Programs sp-opt exported from a job carry that job's own keys and rings ("job", cmd_export):
+// given alone (no --startup, no --ring), they make that job again.
+std::optional<Json> jobFromExport(std::vector<ImportedProgram>& mains) {
+  for (const auto& m : mains)
+    if (!m.program.contains("job") || !m.program["job"].is_object()) return std::nullopt;
+  Json job = mains.front().program["job"];
+  // Ops name Paddle's ring numbers again (export wrote them): back to the job's, rank by rank.
+  for (size_t r = 0; r < mains.size(); ++r) {
+    std::map<int64_t, int64_t> job_ring;
+    for (const auto& g : job.value("process_groups", Json::array())) {
+      bool member = false;
+      for (const auto& x : g.value("ranks", Json::array())) member |= x == Json(r);
+      if (!member || !g.contains("paddle") || !g["paddle"].contains("ring_id")) continue;
+      job_ring[g["paddle"]["ring_id"].get<int64_t>()] = g["ring_id"].get<int64_t>();
+    }
+    mains[r].program.erase("job");
+    if (job_ring.empty()) continue;
+    forEachOp(mains[r].program, [&](Json& op, const std::string&) {
+      if (!op.contains("attrs") || !op["attrs"].contains("ring_id") || !op["attrs"]["ring_id"].is_number_integer()) return;
+      auto it = job_ring.find(op["attrs"]["ring_id"].get<int64_t>());
+      if (it != job_ring.end()) op["attrs"]["ring_id"] = it->second;
+    });
+  }
+  Json programs = Json::array();
+  for (size_t r = 0; r < mains.size(); ++r) {
+    Json program;
+    program["rank"] = r;
+    for (auto& [key, value] : mains[r].program.items()) program[key] = std::move(value);
+    programs.push_back(std::move(program));
+  }
+  job["programs"] = std::move(programs);
+  return job;
+}
+}  // namespace
+
 Json assembleJob(std::vector<ImportedProgram> mains, const AssembleOptions& options) {
   if (mains.empty()) throw InputError("", "", "no programs to import");
+  if (options.startups.empty() && options.rings.empty())
+    if (auto job = jobFromExport(mains)) return *job;
+  for (auto& m : mains) m.program.erase("job");
   const auto& startups = options.startups;
   if (!startups.empty() && startups.size() != mains.size())
     throw InputError(startups.back().path, "",
@@ -95,15 +135,16 @@ Json assembleJob(std::vector<ImportedProgram> mains, const AssembleOptions& opti
   }
 
   // Split each ring_id's claimants into the communicators their endpoints connect.
+  // A ring given by --ring replaces what c_comm_init says about that ring_id.
   std::map<int64_t, std::vector<size_t>> claims_of_ring;
-  for (size_t i = 0; i < claims.size(); ++i) claims_of_ring[claims[i].init.ring_id].push_back(i);
+  for (size_t i = 0; i < claims.size(); ++i)
+    if (!options.rings.count(claims[i].init.ring_id)) claims_of_ring[claims[i].init.ring_id].push_back(i);
   int64_t next_ring = 0;
   for (const auto& [ring, _] : claims_of_ring) next_ring = std::max(next_ring, ring + 1);
   for (const auto& [ring, _] : options.rings) next_ring = std::max(next_ring, ring + 1);
 
   Json groups = Json::array();
   std::map<std::pair<int64_t, int64_t>, int64_t> job_ring;  // (rank, paddle ring) -> job ring
-  std::set<int64_t> defined_rings;
   for (const auto& [ring, members] : claims_of_ring) {
     UnionFind uf;
     std::map<std::string, size_t> endpoint_node;
@@ -162,12 +203,9 @@ Json assembleJob(std::vector<ImportedProgram> mains, const AssembleOptions& opti
       group["ranks"] = by_position;
       if (id != ring) group["paddle"] = {{"ring_id", ring}};
       groups.push_back(std::move(group));
-      defined_rings.insert(id);
     }
   }
   for (const auto& [ring, ranks] : options.rings) {
-    if (defined_rings.count(ring))
-      throw InputError("--ring", "", "ring " + std::to_string(ring) + " is also defined by the startup programs");
     std::set<int64_t> seen;
     for (int64_t r : ranks) {
       if (!seen.insert(r).second)

@@ -11,7 +11,8 @@ namespace spopt::paddle {
 
 struct AssembleOptions {
   std::vector<ImportedProgram> startups;          // empty, or one per main program
-  std::map<int64_t, std::vector<int64_t>> rings;  // --ring ID=R0,R1,...: members in position order
+  // --ring ID=R0,R1,...: members in position order; replaces what c_comm_init says of that ring.
+  std::map<int64_t, std::vector<int64_t>> rings;
 };
 
 // Throws InputError (one line, exit 2) on mismatched counts, two ranks claiming one position of a

@@ -40,7 +40,7 @@ std::string formatNames(bool writable_only) {
 const ProgramFormat& formatByName(std::string_view name, bool for_writing) {
   for (const auto& f : programFormats())
     if (f.name == name && (!for_writing || f.write)) return f;
-  throw InputError("", "", std::string("unknown ") + (for_writing ? "export" : "import") + " format '" +
+  throw InputError(for_writing ? "--to" : "--from", "", std::string("unknown ") + (for_writing ? "export" : "import") + " format '" +
                                std::string(name) + "' (known: " + formatNames(for_writing) + ")");
 }
 

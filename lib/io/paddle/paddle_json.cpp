@@ -122,6 +122,27 @@ std::string dtypeToPaddle(const std::string& d) {
   throw std::invalid_argument("unknown dtype '" + d + "'");
 }
 
+Json shapeFromPaddle(const std::vector<int64_t>& dims, Json& paddle) {
+  Json shape = Json::array();
+  bool changed = false;
+  for (int64_t d : dims) {
+    shape.push_back(d < -1 ? -1 : d);
+    changed |= d < -1;
+  }
+  if (changed) paddle["dims"] = dims;
+  return shape;
+}
+std::vector<int64_t> dimsToPaddle(const Json& shape, const Json& paddle) {
+  std::vector<int64_t> out;
+  for (const auto& d : shape) out.push_back(d.get<int64_t>());
+  if (!paddle.is_object() || !paddle.contains("dims")) return out;
+  auto kept = paddle["dims"].get<std::vector<int64_t>>();
+  if (kept.size() != out.size()) return out;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != (kept[i] < -1 ? -1 : kept[i])) return out;
+  return kept;
+}
+
 namespace {
 bool readVarint(std::string_view b, size_t& pos, uint64_t& out) {
   out = 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "io/paddle/formats.h"
 
@@ -33,6 +34,12 @@ int enumValue(const google::protobuf::EnumDescriptor* d, const std::string& name
 // the importer keeps the Paddle name beside it.
 std::pair<std::string, bool> dtypeFromPaddle(const std::string& paddle_name);
 std::string dtypeToPaddle(const std::string& spopt_dtype);  // "float32" -> "FP32"
+
+// Paddle's shape inference writes unknown dims as any negative number (-1 x 512 = -512); format
+// v1 says -1. shapeFromPaddle gives the v1 shape and, when it differs, keeps Paddle's dims in
+// paddle["dims"]; dimsToPaddle gives them back while they still match the shape.
+Json shapeFromPaddle(const std::vector<int64_t>& dims, Json& paddle);
+std::vector<int64_t> dimsToPaddle(const Json& shape, const Json& paddle);
 
 // The first place where `bytes` is not well-formed protobuf wire format ("byte 812: field 1
 // length 4096 runs past the end of the file (truncated?)"), or nullopt.

@@ -8,6 +8,7 @@
 // entity a pass edited is written from its JSON and an untouched one comes back byte for byte.
 #include "io/paddle/program_desc.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -107,7 +108,8 @@ AttrType guessAttrType(const Json& v) {
     int64_t x = v.get<int64_t>();
     return x == static_cast<int32_t>(x) ? pb::INT : pb::LONG;
   }
-  if (v.is_number()) return pb::FLOAT;
+  // A float that a 32-bit float does not hold exactly would lose digits as FLOAT.
+  if (v.is_number()) return floatToJson(static_cast<float>(v.get<double>())) == v ? pb::FLOAT : pb::FLOAT64;
   if (v.is_string()) return pb::STRING;
   if (v.is_array()) {
     if (v.empty() || v[0].is_number_integer()) {
@@ -177,7 +179,7 @@ Json varToJson(const pb::VarDesc& v) {
   Json paddle;
   paddle["type"] = enumName(VarType::Type_descriptor(), t.type());
   if (tensor) {
-    j["shape"] = Json(std::vector<int64_t>(tensor->dims().begin(), tensor->dims().end()));
+    j["shape"] = shapeFromPaddle(std::vector<int64_t>(tensor->dims().begin(), tensor->dims().end()), paddle);
     auto [dtype, exact] = dtypeFromPaddle(enumName(VarType::Type_descriptor(), tensor->data_type()));
     j["dtype"] = dtype;
     if (!exact) paddle["dtype"] = enumName(VarType::Type_descriptor(), tensor->data_type());
@@ -223,7 +225,7 @@ pb::VarDesc varFromJson(const Json& j) {
     if (p.contains("dtype") && dtypeFromPaddle(p["dtype"].get<std::string>()).first == dtype)
       paddle_dtype = p["dtype"].get<std::string>();
     tensor->set_data_type(static_cast<VarType::Type>(enumValue(VarType::Type_descriptor(), paddle_dtype)));
-    for (const auto& d : j.at("shape")) tensor->add_dims(d.get<int64_t>());
+    for (int64_t d : dimsToPaddle(j.at("shape"), p)) tensor->add_dims(d);
   }
   if (!(p.contains("persistable") && p["persistable"].is_null())) v.set_persistable(j.value("persistable", false));
   if (p.contains("need_check_feed")) v.set_need_check_feed(p["need_check_feed"].get<bool>());
@@ -348,6 +350,71 @@ bool rawStillHolds(const Json& paddle, const Json& current, ToJson to_json, Msg&
   return to_json(out) == now;
 }
 
+// ---- keys a ProgramDesc has no field for (the `spopt` field, framework.proto) -------------------
+
+// The keys an import produces for an entity, in the order it produces them.
+const std::vector<std::string> kVarKeys = {"name", "shape", "dtype", "persistable", "paddle"};
+const std::vector<std::string> kOpKeys = {"type", "inputs", "outputs", "attrs", "paddle"};
+const std::vector<std::string> kBlockKeys = {"idx", "parent_idx", "vars", "ops", "paddle"};
+const std::vector<std::string> kProgramKeys = {"rank", "blocks", "paddle"};
+
+// {"keys": [...], "values": {...}} when the entity has keys outside `mapped` or its keys are not
+// in the order an import gives; empty when the ProgramDesc fields say everything.
+// `imported_paddle`: the "paddle" object an import of the written message would give; where the
+// entity's own differs (it came from program text, or a pass edited it), it is kept as a value.
+std::string extraKeys(const Json& j, const std::vector<std::string>& mapped, const Json& imported_paddle) {
+  Json values = Json::object(), keys = Json::array();
+  if (j.contains("paddle") && j["paddle"] != imported_paddle) values["paddle"] = j["paddle"];
+  std::vector<std::string> expected;
+  for (const auto& k : mapped)
+    if (j.contains(k)) expected.push_back(k);
+  std::vector<std::string> actual;
+  for (const auto& [k, v] : j.items()) {
+    keys.push_back(k);
+    if (std::find(mapped.begin(), mapped.end(), k) == mapped.end() || values.contains(k)) values[k] = v;
+    else actual.push_back(k);
+  }
+  // An import adds "paddle" where the entity had none: the key list says to drop it again.
+  bool paddle_as_imported = j.contains("paddle") == !imported_paddle.is_null();
+  if (values.empty() && actual == expected && paddle_as_imported) return "";
+  return Json{{"keys", std::move(keys)}, {"values", std::move(values)}}.dump();
+}
+void restoreExtraKeys(Json& j, const std::string& extra, const std::string& path, const std::string& where) {
+  Json e;
+  try {
+    e = Json::parse(extra);
+  } catch (const std::exception&) {
+    throw InputError(path, "", where + ": the spopt field (52001) is not JSON");
+  }
+  if (!e.is_object() || !e.contains("keys") || !e["keys"].is_array())
+    throw InputError(path, "", where + ": the spopt field (52001) has no key list");
+  Json out = Json::object();
+  for (const auto& k : e["keys"]) {
+    if (!k.is_string()) continue;
+    std::string key = k.get<std::string>();
+    if (e.contains("values") && e["values"].is_object() && e["values"].contains(key)) out[key] = e["values"][key];
+    else if (j.contains(key)) out[key] = std::move(j[key]);
+  }
+  j = std::move(out);
+}
+// Imports ignore the spopt field when checking that an entity maps back exactly.
+template <typename Msg>
+const Msg& withoutExtra(const Msg& m, Msg& scratch) {
+  if (!m.has_spopt()) return m;
+  scratch = m;
+  scratch.clear_spopt();
+  return scratch;
+}
+
+// What an import of `m` puts under the entity's "paddle" key (null when it puts none).
+template <typename Msg, typename ToJson, typename FromJson>
+Json importedPaddle(const Msg& m, ToJson to_json, FromJson from_json) {
+  Json j = to_json(m);
+  if (!j.contains("paddle")) return nullptr;
+  keepRawIfLossy(m, from_json(j), j["paddle"]);
+  return j["paddle"];
+}
+
 }  // namespace
 
 bool looksLikeProgramDesc(std::string_view bytes) {
@@ -379,15 +446,21 @@ ImportedProgram readProgramDesc(const std::string& path, std::string_view bytes)
       const pb::VarDesc& v = b.vars(vi);
       if (!v.has_name() || !v.has_type())
         throw InputError(path, "", "invalid ProgramDesc: " + where + " var " + std::to_string(vi) + " has no name or type");
-      Json j = varToJson(v);
-      keepRawIfLossy(v, varFromJson(j), j["paddle"]);
+      pb::VarDesc scratch;
+      const pb::VarDesc& plain = withoutExtra(v, scratch);
+      Json j = varToJson(plain);
+      keepRawIfLossy(plain, varFromJson(j), j["paddle"]);
+      if (v.has_spopt()) restoreExtraKeys(j, v.spopt(), path, where + " var " + std::to_string(vi));
       vars.push_back(std::move(j));
     }
     for (int oi = 0; oi < b.ops_size(); ++oi) {
       const pb::OpDesc& op = b.ops(oi);
       if (!op.has_type()) throw InputError(path, "", "invalid ProgramDesc: " + where + " op " + std::to_string(oi) + " has no type");
-      Json j = opToJson(op);
-      keepRawIfLossy(op, opFromJson(j), j["paddle"]);
+      pb::OpDesc scratch;
+      const pb::OpDesc& plain = withoutExtra(op, scratch);
+      Json j = opToJson(plain);
+      keepRawIfLossy(plain, opFromJson(j), j["paddle"]);
+      if (op.has_spopt()) restoreExtraKeys(j, op.spopt(), path, where + " op " + std::to_string(oi));
       ops.push_back(std::move(j));
     }
     block["vars"] = std::move(vars);
@@ -395,17 +468,21 @@ ImportedProgram readProgramDesc(const std::string& path, std::string_view bytes)
     pb::BlockDesc shell = b;
     shell.clear_vars();
     shell.clear_ops();
+    shell.clear_spopt();
     Json paddle = blockShellToJson(shell);
     keepRawIfLossy(shell, blockShellFromJson(paddle, block), paddle);
     if (!paddle.empty()) block["paddle"] = std::move(paddle);
+    if (b.has_spopt()) restoreExtraKeys(block, b.spopt(), path, where);
     blocks.push_back(std::move(block));
   }
   program["blocks"] = std::move(blocks);
   pb::ProgramDesc shell = desc;
   shell.clear_blocks();
+  shell.clear_spopt();
   Json paddle = programShellToJson(shell);
   keepRawIfLossy(shell, programShellFromJson(paddle), paddle);
   program["paddle"] = std::move(paddle);
+  if (desc.has_spopt()) restoreExtraKeys(program, desc.spopt(), path, "program");
   result.program = std::move(program);
   return result;
 }
@@ -426,12 +503,20 @@ std::string writeProgramDesc(const Json& program, const std::string& where) {
       pb::BlockDesc* b = desc.add_blocks();
       if (!rawStillHolds(bpaddle, bpaddle, blockShellToJson, *b)) *b = blockShellFromJson(bpaddle, block);
       b->set_idx(block.at("idx").get<int32_t>());
+      {
+        pb::BlockDesc shell = *b;
+        Json imported = blockShellToJson(shell);
+        keepRawIfLossy(shell, blockShellFromJson(imported, block), imported);
+        if (auto extra = extraKeys(block, kBlockKeys, imported.empty() ? Json() : imported); !extra.empty()) b->set_spopt(extra);
+      }
       const Json& vars = block.at("vars");
       for (size_t vi = 0; vi < vars.size(); ++vi) {
         pointer = "/blocks/" + std::to_string(bi) + "/vars/" + std::to_string(vi);
         const Json& v = vars[vi];
         pb::VarDesc* out = b->add_vars();
         if (!rawStillHolds(v.contains("paddle") ? v["paddle"] : kNone, v, varToJson, *out)) *out = varFromJson(v);
+        if (auto extra = extraKeys(v, kVarKeys, importedPaddle(*out, varToJson, varFromJson)); !extra.empty())
+          out->set_spopt(extra);
       }
       const Json& ops = block.at("ops");
       for (size_t oi = 0; oi < ops.size(); ++oi) {
@@ -439,10 +524,15 @@ std::string writeProgramDesc(const Json& program, const std::string& where) {
         const Json& op = ops[oi];
         pb::OpDesc* out = b->add_ops();
         if (!rawStillHolds(op.contains("paddle") ? op["paddle"] : kNone, op, opToJson, *out)) *out = opFromJson(op);
+        if (auto extra = extraKeys(op, kOpKeys, importedPaddle(*out, opToJson, opFromJson)); !extra.empty())
+          out->set_spopt(extra);
       }
     }
     // Blocks first, then the shell's fields: the same field order as Paddle's own serializer.
     desc.MergeFrom(shell);
+    Json imported = programShellToJson(shell);
+    keepRawIfLossy(shell, programShellFromJson(imported), imported);
+    if (auto extra = extraKeys(program, kProgramKeys, imported); !extra.empty()) desc.set_spopt(extra);
     return desc.SerializeAsString();
   } catch (const InputError&) {
     throw;
