@@ -144,3 +144,16 @@ TEST_CASE("PIR JSON export carries edits a pass made: attrs, streams, new vars a
           "job.json: /blocks/0/ops/2: input slot \"in0\" holds more than one var (PIR: one value per operand)");
   }
 }
+
+TEST_CASE("deeply nested PIR JSON attributes are refused, not a stack overflow", "[pir]") {
+  std::string tiny = slurp(std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/tiny_matmul.pirjson");
+  auto doc = nlohmann::json::parse(tiny);
+  nlohmann::json at = {{"#", "0.a_bool"}, {"D", true}};
+  for (int i = 0; i < 40; ++i) at = {{"#", "0.a_array"}, {"D", nlohmann::json::array({at})}};
+  doc["program"]["regions"][0]["blocks"][0]["ops"][2]["A"][0]["AT"] = at;
+  CHECK_THAT(importError(doc.dump()), Catch::Contains("attributes nested more than 32 deep"));
+}
+
+TEST_CASE("PIR JSON nested beyond any real program is refused before parsing", "[pir]") {
+  CHECK(importError("{\"base_code\":" + std::string(100000, '[')) == "f.json: byte 141: JSON nested more than 128 deep");
+}

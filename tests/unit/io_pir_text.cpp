@@ -158,3 +158,11 @@ TEST_CASE("the parser test program and null operands survive a text round trip",
   CHECK(program["blocks"][0]["ops"][1]["inputs"]["in1"] == pir::ojson::array());
   CHECK(pir::writePirText(program, "job.json") == text);
 }
+
+TEST_CASE("deeply nested PIR attributes and types are refused, not a stack overflow", "[pir]") {
+  std::string deep(100000, '[');
+  CHECK_THROWS_WITH(pir::parsePirTextAttribute(deep, "a"), "a: 1:65: attributes or types nested more than 64 deep");
+  std::string vec;
+  for (int i = 0; i < 100000; ++i) vec += "vec[";
+  CHECK_THROWS_AS(pir::parsePirTextType(vec, "t"), InputError);
+}

@@ -68,6 +68,15 @@ class Reader {
   }
 
  private:
+  // Nested attributes recurse: a hostile file must not exhaust the stack.
+  static constexpr int kMaxNesting = 32;
+  struct Nest {
+    explicit Nest(Reader& r) : r_(r) {
+      if (++r_.nesting_ > kMaxNesting) r_.fail("attributes nested more than 32 deep");
+    }
+    ~Nest() { --r_.nesting_; }
+    Reader& r_;
+  };
   struct Scope {
     Scope(Reader& r, std::string token) : r_(r) { r_.path_.push_back(std::move(token)); }
     ~Scope() { r_.path_.pop_back(); }
@@ -118,6 +127,7 @@ class Reader {
 
   // An attribute {"AT": {"#": id, "D": data}, "N": name}: its plain value and type descriptor.
   ojson attrValue(const json& at_json, ojson& type) {
+    Nest nest(*this);
     object(at_json, "an attribute value", {"#", "D"});
     const json& id = member(at_json, "#");
     if (!id.is_string()) at("#", [&] { fail("an attribute type id must be a string"); });
@@ -368,11 +378,33 @@ class Reader {
   std::string file_;
   std::vector<std::string> path_;
   std::unordered_map<int64_t, std::string> defined_;
+  int nesting_ = 0;
 };
 
 }  // namespace
 
+// nlohmann's dump and comparisons recurse: depth is bounded before anything is parsed.
+static void checkDepth(std::string_view text, const std::string& display_name) {
+  constexpr int kMaxDepth = 128;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth) throw InputError(display_name, "byte " + std::to_string(i + 1), "JSON nested more than 128 deep");
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+}
+
 ojson pirJsonToProgram(std::string_view text, const std::string& display_name) {
+  checkDepth(text, display_name);
   json root;
   try {
     root = json::parse(text);

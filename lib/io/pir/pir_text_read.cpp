@@ -169,6 +169,7 @@ class Parser {
   }
 
   ojson value(ojson& type) {
+    Nest nest(*this);
     ws();
     char c = peek();
     if (c == '"') {
@@ -240,6 +241,7 @@ class Parser {
   }
 
   Type parseType() {
+    Nest nest(*this);
     ws();
     size_t b = pos_;
     Type t;
@@ -410,6 +412,15 @@ class Parser {
     return out;
   }
 
+  // Attribute values and vec types recurse: a hostile file must not exhaust the stack.
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.nesting_ > 64) p_.fail("attributes or types nested more than 64 deep");
+    }
+    ~Nest() { --p_.nesting_; }
+    Parser& p_;
+  };
+  int nesting_ = 0;
   std::string_view s_;
   std::string file_;
   size_t pos_ = 0;
