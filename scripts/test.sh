@@ -47,6 +47,12 @@ if command -v clang++ >/dev/null; then
   head -c 60000 testdata/paddle/resnet_dp_start_program.txt1 > "$txt_corpus"/start_head.txt
   build-fuzz/tests/fuzz-programdesc -max_total_time="${PADDLE_FUZZ_SECONDS:-15}" -max_len=200000 -timeout=10 "$pd_corpus" 2>&1 | tail -3
   build-fuzz/tests/fuzz-paddle-text -max_total_time="${PADDLE_FUZZ_SECONDS:-15}" -max_len=65536 -timeout=10 "$txt_corpus" 2>&1 | tail -3
+  echo "== libFuzzer over the PIR readers (${PIR_FUZZ_SECONDS:-20} s each)"
+  cmake --build build-fuzz -j"$JOBS" --target fuzz-pir-json fuzz-pir-text
+  pir_corpus=$(mktemp -d); cp testdata/pir/*.pirjson testdata/pir/real/* "$pir_corpus"/
+  build-fuzz/tests/fuzz-pir-json -max_total_time="${PIR_FUZZ_SECONDS:-20}" -max_len=262144 -timeout=10 "$pir_corpus" 2>&1 | tail -3
+  build-fuzz/tests/fuzz-pir-text -max_total_time="${PIR_FUZZ_SECONDS:-20}" -max_len=65536 -timeout=10 "$pir_corpus" 2>&1 | tail -3
+  rm -rf "$pir_corpus"
 else
   echo "== libFuzzer skipped: clang++ is not installed"
 fi

@@ -6,6 +6,7 @@
 
 #include "io/paddle/legacy_text.h"
 #include "io/paddle/program_desc.h"
+#include "io/pir/pir_formats.h"
 #include "support/error.h"
 
 namespace spopt::paddle {
@@ -14,6 +15,10 @@ const std::vector<ProgramFormat>& programFormats() {
   // Order matters for detection: the cheapest, most certain tests first. A protobuf binary is
   // tried last because "not text" is all that distinguishes it.
   static const std::vector<ProgramFormat> formats = {
+      {"pir-json", "json", "Paddle 3 PIR JSON ({\"base_code\":{\"magic\":\"pir\"},\"program\":...})",
+       pir::looksLikePirJson, pir::readPirJsonFormat, pir::writePirJsonFormat},
+      {"pir-text", "pirtxt", "Paddle 3 PIR text as a program prints ({ (%1) = \"pd_op.full\" () {...} : ...)",
+       pir::looksLikePirText, pir::readPirTextFormat, pir::writePirTextFormat},
       {"paddle-text", "txt", "legacy program text as print(program) writes it ({ // block 0 ...)",
        looksLikeLegacyText, readLegacyText, nullptr},
       {"pdmodel", "pdmodel", "ProgramDesc protobuf (*.pdmodel, __model__, desc.serialize_to_string())",
