@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -72,16 +73,24 @@ HardwareModel hostModel(const HostMeasurement& h) {
   return m;
 }
 
+namespace {
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
 void applyOverrides(HardwareModel& m, const ModelOverrides& o) {
   auto check = [](const std::optional<double>& v, const char* option) {
     if (v && !(*v > 0 && std::isfinite(*v)))
-      throw std::invalid_argument(std::string(option) + " must be a positive number, not " + std::to_string(*v));
+      throw std::invalid_argument(std::string(option) + " must be a positive number, not " + shortNumber(*v));
   };
   check(o.flops, "--flops");
   check(o.mem_bw, "--mem-bw");
   check(o.bus_bw, "--bus-bw");
   if (o.latency_s && !(*o.latency_s >= 0 && std::isfinite(*o.latency_s)))
-    throw std::invalid_argument("--latency must be zero or positive, not " + std::to_string(*o.latency_s));
+    throw std::invalid_argument("--latency must be zero or positive, not " + shortNumber(*o.latency_s));
   // --flops sets the rate of the model's compute dtype: every 16-bit figure, or every figure
   // when the model has a single rate.
   if (o.flops) {

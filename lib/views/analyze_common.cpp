@@ -14,7 +14,8 @@ std::string humanSeconds(double s) {
   if (s == 0) return "0";
   if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
   else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s >= 1e-6) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else std::snprintf(buf, sizeof buf, "%.0f ns", s * 1e9);
   return buf;
 }
 
@@ -26,7 +27,9 @@ std::string formatMetric(Metric::Unit unit, double v) {
     case Metric::Flops:
       if (v >= 1e12) std::snprintf(buf, sizeof buf, "%.2f TFLOP", v / 1e12);
       else if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GFLOP", v / 1e9);
-      else std::snprintf(buf, sizeof buf, "%.2f MFLOP", v / 1e6);
+      else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MFLOP", v / 1e6);
+      else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.2f kFLOP", v / 1e3);
+      else std::snprintf(buf, sizeof buf, "%.0f FLOP", v);
       return buf;
     case Metric::Percent: std::snprintf(buf, sizeof buf, "%.1f%%", v); return buf;
     case Metric::Count: std::snprintf(buf, sizeof buf, "%.0f", v); return buf;

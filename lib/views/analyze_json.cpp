@@ -1,5 +1,6 @@
 // `sp-opt analyze --format json` and `--trace`. Keys are stable (docs/analyze.md lists them);
 // times in seconds, sizes in bytes.
+#include <cmath>
 #include <map>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,9 @@ namespace spopt {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// Trace times in microseconds, to the nanosecond: shorter files, stable digits.
+double micros(double seconds) { return std::round(seconds * 1e9) / 1e3; }
 
 Json commJson(const CommTotals& c) {
   return Json{{"count", c.count}, {"payload_bytes", c.payload}, {"wire_bytes", c.wire}, {"seconds", c.seconds}};
@@ -142,7 +146,7 @@ std::string renderAnalyzeTrace(const JobReport& r) {
       events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", t.rank}, {"tid", s}, {"args", {{"name", st.name}}}});
       for (const SimInterval& iv : st.intervals) {
         if (iv.end <= iv.start) continue;
-        double ts = iv.start * 1e6, dur = (iv.end - iv.start) * 1e6;
+        double ts = micros(iv.start), dur = micros(iv.end - iv.start);
         Json e{{"name", std::string(iv.op->type)}, {"cat", phaseName(phaseOf(*iv.op))}, {"ph", "X"}, {"ts", ts},
                {"dur", dur}, {"pid", t.rank}, {"tid", s}, {"args", {{"op", opPointerAt(*iv.op, iv.position)}}}};
         events.push_back(e);
@@ -163,7 +167,7 @@ std::string renderAnalyzeTrace(const JobReport& r) {
         if (w == where.end()) continue;
         auto [it, first] = flow_ids.try_emplace({ring, int64_t(k)}, int64_t(flow_ids.size()));
         events.push_back(Json{{"name", "collective"}, {"cat", "ring " + std::to_string(ring)}, {"ph", first ? "s" : "f"},
-                              {"bp", "e"}, {"id", it->second}, {"ts", w->second.first->start * 1e6}, {"pid", t.rank},
+                              {"bp", "e"}, {"id", it->second}, {"ts", micros(w->second.first->start)}, {"pid", t.rank},
                               {"tid", w->second.second}});
       }
   }
