@@ -55,8 +55,10 @@ HardwareModel chooseModel(const Options& o) {
 
 int printCalibration() {
   HostMeasurement h = rt::measureHost();
-  std::printf("{\"sgemm_flops\": %.4g, \"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d}\n",
-              h.sgemm_flops, h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores);
+  std::string curve;
+  for (auto [n, f] : h.sgemm_curve) curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(n)) + "\": " + std::to_string(int64_t(f / 1e6));
+  std::printf("{\"sgemm_mflops_by_n\": {%s}, \"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d}\n",
+              curve.c_str(), h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores);
   return kExitOk;
 }
 

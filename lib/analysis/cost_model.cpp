@@ -66,6 +66,7 @@ HardwareModel hostModel(const HostMeasurement& h) {
   m.latency_s = 20 * kMicro;  // a condition-variable rendezvous of the rank threads
   m.step_latency_s = 0;
   m.op_overhead_s = h.op_overhead_s;
+  m.gemm_curve = h.sgemm_curve;
   m.ranks_share_machine = true;
   m.widen_16bit = true;
   m.reshape_copies = true;
@@ -150,7 +151,34 @@ double matmulFlops(const Op& op, const Var* x, const Var* out) {
   return 2.0 * numel(out) * double(std::max<int64_t>(k, 0));
 }
 
+// The curve's rate at `size`, interpolated in log-log; clamped at both ends.
+double curveRate(const std::vector<std::pair<double, double>>& c, double size) {
+  if (size <= c.front().first) return c.front().second;
+  if (size >= c.back().first) return c.back().second;
+  for (size_t i = 1; i < c.size(); ++i)
+    if (size <= c[i].first) {
+      double f = std::log(size / c[i - 1].first) / std::log(c[i].first / c[i - 1].first);
+      return std::exp(std::log(c[i - 1].second) + f * std::log(c[i].second / c[i - 1].second));
+    }
+  return c.back().second;
+}
+
 }  // namespace
+
+double gemmSize(const Op& op) {
+  bool grad = op.type == "matmul_v2_grad" || op.type == "matmul_grad";
+  if (!grad && op.type != "matmul_v2" && op.type != "matmul") return 0;
+  const Var* x = op.in("X");
+  const Var* y = op.in("Y");
+  if (!x || !y || x->shape.size() < 2 || y->shape.empty()) return 0;
+  bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
+  size_t r = x->shape.size();
+  double m = double(x->shape[tx ? r - 1 : r - 2]), k = double(x->shape[tx ? r - 2 : r - 1]);
+  double n = double(y->shape.size() >= 2 ? y->shape[ty ? y->shape.size() - 2 : y->shape.size() - 1] : 1);
+  // A 2-D weight applied to batched activations: one GEMM with the batch folded into m.
+  if (y->shape.size() == 2 && !tx && r > 2) m = numel(x) / std::max(k, 1.0);
+  return std::cbrt(std::max(m * n * k, 0.0));
+}
 
 double opFlops(const Op& op) {
   if (asCollective(op) || movesOnly(op.type)) return 0;
@@ -229,7 +257,10 @@ double opCostSeconds(const Op& op, const HardwareModel& m, int64_t ranks_on_mach
     t = op.outputs[0].args[0].var->dtype;
   else if (!op.inputs.empty() && !op.inputs[0].args.empty() && op.inputs[0].args[0].var)
     t = op.inputs[0].args[0].var->dtype;
-  return m.op_overhead_s + std::max(flops * share / m.flopsFor(t), bytes * share / m.mem_bw);
+  double rate = m.flopsFor(t);
+  if (!m.gemm_curve.empty())
+    if (double size = gemmSize(op); size > 0) rate = std::min(rate, curveRate(m.gemm_curve, size));
+  return m.op_overhead_s + std::max(flops * share / rate, bytes * share / m.mem_bw);
 }
 
 }  // namespace spopt

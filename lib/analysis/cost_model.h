@@ -31,6 +31,9 @@ struct HardwareModel {
   bool widen_16bit = false;
   // reshape2 copies its input (replay) instead of being a view (a GPU framework).
   bool reshape_copies = false;
+  // Measured GEMM rate by problem size (cube root of m*n*k, ascending), for a machine whose small
+  // GEMMs run far below its peak (a CPU); empty: every GEMM runs at the dtype's peak.
+  std::vector<std::pair<double, double>> gemm_curve;
   std::string source;  // where the figures come from (one line)
 
   double flopsFor(DType t) const { return flops_per_s[static_cast<size_t>(t)]; }
@@ -44,7 +47,8 @@ std::optional<HardwareModel> presetModel(std::string_view name);
 
 // This machine, from measured rates (lib/runtime/calibrate.h measures them).
 struct HostMeasurement {
-  double sgemm_flops = 0;    // FLOP/s of a float32 GEMM through the replay's BLAS
+  double sgemm_flops = 0;    // FLOP/s of a float32 GEMM through the replay's BLAS (the largest size)
+  std::vector<std::pair<double, double>> sgemm_curve;  // size (n of n x n x n) -> FLOP/s
   double dgemm_flops = 0;    // float64
   double copy_bw = 0;        // bytes/s read + written by a large copy loop
   double op_overhead_s = 0;  // fixed cost per replayed op
@@ -62,6 +66,9 @@ void applyOverrides(HardwareModel& m, const ModelOverrides& o);
 // The op's FLOPs (documented per-element counts; matmul 2mnk with batch dims). 0 for data
 // movement and collectives.
 double opFlops(const Op& op);
+// The size of one GEMM of a matmul op (cube root of m*n*k of a single GEMM, after folding a 2-D
+// weight's batch into m as replay and cuBLAS callers do); 0 for other ops.
+double gemmSize(const Op& op);
 // Bytes the op's kernel reads and writes (element size as the model stores it). Views (reshape)
 // touch nothing.
 double opBytesTouched(const Op& op, const HardwareModel& m);
