@@ -33,7 +33,7 @@ if [ -z "${SKIP_HOST:-}" ]; then
       pred=$(awk -v a="$pred" -v b="$p" 'BEGIN {print (a == "" || b < a) ? b : a}')
     done
     ops=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ranks"][0]["ops"])' "$dir/h.analyze.1.json")
-    awk -v l="$label" -v o="$ops" -v p="$pred" -v m="$best" 'BEGIN {printf "| %s | %s | %.1f ms | %.1f ms | %.2f |\n", l, o, p, m, p / m}')
+    awk -v l="$label" -v o="$ops" -v p="$pred" -v m="$best" 'BEGIN {printf "| %s | %s | %.1f ms | %.1f ms | %.2f |\n", l, o, p, m, p / m}'
   done <<'JOBS'
 gpt-h256-s128-b4-tp2-f32 gpt --tp 2 --hidden 256 --heads 4 --seq 128 --batch 4 --layers 2
 gpt-h256-s128-b2-tp2-bf16 gpt --tp 2 --hidden 256 --heads 4 --seq 128 --batch 2 --layers 2 --dtype bfloat16

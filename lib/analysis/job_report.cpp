@@ -4,7 +4,7 @@ namespace spopt {
 
 namespace {
 
-RankReport analyzeRank(const Program& p, const HardwareModel& model, int64_t world) {
+RankReport analyzeRank(const Program& p, const HardwareModel& model) {
   RankReport r;
   r.rank = p.rank;
   const Job& job = *p.job;
@@ -24,7 +24,7 @@ RankReport analyzeRank(const Program& p, const HardwareModel& model, int64_t wor
           continue;
         }
         CollectiveUse u{&op, here, c->kind, c->ring_id, w->group_size, phase, layer, w->payload, w->wire,
-                        opCostSeconds(op, model, world)};
+                        opCostSeconds(op, model)};
         r.comm.add(u.payload, u.wire, u.seconds);
         r.comm_by_kind[u.kind].add(u.payload, u.wire, u.seconds);
         r.comm_by_ring[u.ring].add(u.payload, u.wire, u.seconds);
@@ -50,7 +50,7 @@ JobReport analyzeJob(const Job& job, const HardwareModel& model, const AnalyzeOp
   rep.path = job.path;
   rep.model = model;
   rep.world_size = job.world_size;
-  for (const auto& p : job.programs) rep.ranks.push_back(analyzeRank(*p, model, job.world_size));
+  for (const auto& p : job.programs) rep.ranks.push_back(analyzeRank(*p, model));
   if (opts.simulate) {
     rep.timeline = simulateStep(job, model);
     rep.simulated = true;

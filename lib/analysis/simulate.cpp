@@ -57,7 +57,6 @@ class Simulator {
   }
 
   void build() {
-    int64_t world = job_.world_size;
     // Per rank, per ring: the collectives in issue order; the k-th of every member joins.
     std::map<std::pair<int64_t, size_t>, uint32_t> instance_of;  // (ring, k) -> instance
     for (size_t ri = 0; ri < job_.programs.size(); ++ri) {
@@ -86,7 +85,7 @@ class Simulator {
             stream_tail.push_back(kNone);
           }
           n.stream = it->second;
-          n.cost = opCostSeconds(op, model_, world);
+          n.cost = opCostSeconds(op, model_);
           auto c = asCollective(op);
           if (c && communicates(*c)) {
             n.is_comm = true;

@@ -58,7 +58,7 @@ TEST_CASE("FLOPs and ring bytes by hand", "[analyze]") {
   CHECK(w->wire == 2 * (2 - 1) * 64 * 64 * 4 / 2);
   CHECK(w->steps == 2);
   // alpha + wire / bus bw
-  CHECK(opCostSeconds(ar, simple(), 2) == Approx(1e-6 + 16384 / 1e9));
+  CHECK(opCostSeconds(ar, simple()) == Approx(1e-6 + 16384 / 1e9));
 }
 
 TEST_CASE("a collective starts when its last member arrives", "[analyze]") {
