@@ -1,9 +1,11 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <deque>
 #include <cstring>
 #include <filesystem>
 
+#include "analysis/no_need_buffer.h"
 #include "runtime/inputs.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/npy.h"
@@ -23,7 +25,6 @@ std::string where(const Program& p, const Block& b, size_t index, std::string_vi
          std::to_string(index) + ")";
 }
 
-bool keptToEnd(const Var& v) { return v.persistable || v.block->program->fetches(v.name); }
 
 template <typename F>
 void forEachArg(const std::vector<Slot>& slots, F f) {
@@ -62,7 +63,14 @@ class OpIO final : public KernelIO {
     const Var* var = op_.in(slot, i);
     if (!var) return nullptr;
     Tensor& t = values_.at(*var);
-    return t.empty() ? nullptr : &t;
+    if (!t.empty()) return &t;
+    // A slot whose buffer the kernel does not read (analysis/no_need_buffer.h): its var may be
+    // released already, or never have had a buffer; the kernel gets its shape and dtype only.
+    if (!readsBuffer(op_, slot)) {
+      shape_only_.push_back(Tensor::shapeOnly(var->dtype, var->shape));
+      return &shape_only_.back();
+    }
+    return nullptr;
   }
   size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
   Tensor* output(std::string_view slot, size_t i) override {
@@ -77,6 +85,7 @@ class OpIO final : public KernelIO {
   const Op& op_;
   Values& values_;
   std::vector<std::pair<const Var*, Tensor>>& outs_;
+  mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers
 };
 
 }  // namespace
@@ -92,34 +101,10 @@ RankRun CommFactory::execute(const Job& job, int64_t rank, const ExecOptions& o)
   return executeProgram(*job.program(rank), *comm, o);
 }
 
-Liveness computeLiveness(const Program& p) {
-  Liveness l;
-  if (p.blocks.empty()) return l;
-  const Block& b = entryBlock(p);
-  std::vector<int64_t> last(p.next_var_id, -1);
-  std::vector<char> written(p.next_var_id, 0), is_input(p.next_var_id, 0);
-  std::vector<const Var*> by_id(p.next_var_id, nullptr);
-  int64_t i = 0;
-  for (const Op& op : b.ops) {
-    forEachArg(op.inputs, [&](const Var& v) {
-      if (!written[v.id] && !is_input[v.id]) {
-        is_input[v.id] = 1;
-        l.inputs.push_back(&v);
-      }
-      last[v.id] = i;
-      by_id[v.id] = &v;
-    });
-    forEachArg(op.outputs, [&](const Var& v) {
-      written[v.id] = 1;
-      last[v.id] = i;
-      by_id[v.id] = &v;
-    });
-    ++i;
-  }
-  l.release_after.resize(size_t(i));
-  for (size_t id = 0; id < last.size(); ++id)
-    if (last[id] >= 0 && !keptToEnd(*by_id[id])) l.release_after[size_t(last[id])].push_back(by_id[id]);
-  return l;
+BlockLiveness computeLiveness(const Program& p, const LivenessOptions& o) {
+  if (p.blocks.empty()) return {};
+  Liveness all = computeProgramLiveness(p, o);
+  return std::move(all.blocks[entryBlock(p).position]);
 }
 
 void checkReplayable(const Program& p) {
@@ -173,9 +158,10 @@ RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& 
   if (p.blocks.empty()) return run;
   checkReplayable(p);
   const Block& b = entryBlock(p);
-  const Liveness live = computeLiveness(p);
+  const BlockLiveness live = computeLiveness(p);
   std::vector<char> is_input(p.next_var_id, 0);
   for (const Var* v : live.inputs) is_input[v->id] = 1;
+  std::vector<char> released(p.next_var_id, 0);
   Values values(p.next_var_id);
   const std::string& file = p.job->path;
   const auto t0 = Clock::now();
@@ -186,9 +172,11 @@ RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& 
   for (const Op& op : b.ops) {
     auto fail = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
     // Inputs: generate program inputs on first read.
-    forEachArg(op.inputs, [&](const Var& v) {
-      if (values.at(v).empty() && is_input[v.id]) values.set(v, programInput(v, p.rank, o));
-    });
+    // Shape-only reads neither generate an input nor revive a released buffer.
+    for (const Slot& s : op.inputs)
+      for (const Arg& a : s.args)
+        if (a.var && values.at(*a.var).empty() && is_input[a.var->id] && !released[a.var->id] && readsBuffer(op, s.name))
+          values.set(*a.var, programInput(*a.var, p.rank, o));
     // Outputs: fresh buffers of the declared dtype and shape (an in-place output such as sgd's
     // ParamOut gets its own buffer, so the kernel reads the old value intact).
     outs.clear();
@@ -256,7 +244,10 @@ RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& 
       run.events.push_back(std::move(ev));
     }
     for (auto& [v, t] : outs) values.set(*v, std::move(t));
-    for (const Var* v : live.release_after[index]) values.release(*v);
+    for (const Var* v : live.release_after[index]) {
+      values.release(*v);
+      released[v->id] = 1;
+    }
     ++index;
   }
   comm.finish();

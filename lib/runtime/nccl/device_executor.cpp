@@ -230,7 +230,8 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
     cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
   }
   const Block& b = entryBlock(p);
-  const Liveness live = computeLiveness(p);
+  // Every read keeps a buffer: the device kernels take buffers even for shape-only slots.
+  const BlockLiveness live = computeLiveness(p, LivenessOptions{false});
   std::vector<char> is_input(p.next_var_id, 0);
   for (const Var* v : live.inputs) is_input[v->id] = 1;
   const std::string& file = p.job->path;
