@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/comm_stats.h"
-#include "analysis/no_need_buffer_standin.h"
+#include "analysis/no_need_buffer.h"
 
 namespace spopt {
 
@@ -216,7 +216,7 @@ double opBytesTouched(const Op& op, const HardwareModel& m) {
   };
   double bytes = 0;
   for (const Slot& s : op.inputs) {
-    if (s.name == "XShape" || noNeedBufferSlot(op.type, s.name)) continue;
+    if (s.name == "XShape" || !readsBuffer(op.type, s.name)) continue;
     for (const Arg& a : s.args) bytes += size(a.var);
   }
   for (const Slot& s : op.outputs) {

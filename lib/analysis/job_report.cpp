@@ -1,5 +1,7 @@
 #include "analysis/job_report.h"
 
+#include <iterator>
+
 namespace spopt {
 
 namespace {
@@ -39,6 +41,13 @@ RankReport analyzeRank(const Program& p, const HardwareModel& model) {
       r.flops_by_layer[layer] += f;
     }
   }
+  r.memory = profileMemory(p, 5);
+  if (r.memory.peak_op >= 0)
+    if (const Block* entry = entryBlockOf(p)) {
+      auto it = entry->ops.begin();
+      std::advance(it, r.memory.peak_op);
+      r.peak_op = &*it;
+    }
   r.activations = activationMemory(p);
   return r;
 }

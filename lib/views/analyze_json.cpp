@@ -66,6 +66,15 @@ Json rankJson(const RankReport& r) {
                         {"seconds", u.seconds}});
   comm["collectives"] = list;
   j["comm"] = comm;
+  const MemoryProfile& m = r.memory;
+  Json largest = Json::array();
+  for (auto& [v, b] : m.largest_at_peak) largest.push_back(Json{{"var", std::string(v->name)}, {"bytes", b}});
+  j["memory"] = Json{{"peak_bytes", m.peak_bytes},
+                     {"peak_op", m.peak_op},
+                     {"peak_op_type", r.peak_op ? Json(std::string(r.peak_op->type)) : Json(nullptr)},
+                     {"persistable_bytes", m.persistable_bytes},
+                     {"largest_at_peak", largest},
+                     {"unknown_size_vars", m.unknown_size.size()}};
   const ActivationReport& a = r.activations;
   Json layers = Json::array();
   for (const LayerActivations& l : a.layers) {
