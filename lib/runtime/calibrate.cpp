@@ -30,23 +30,28 @@ double concurrently(int ranks, Work work) {
   return *std::max_element(took.begin(), took.end());
 }
 
-// The GEMM rate one rank gets while `ranks` ranks multiply at once: best of a few rounds (the
-// machine is shared; the quietest round is its rate).
+// The middle of three rounds: the machine may be shared, and a single quiet (or busy) moment
+// says little about the rate a second-long replay gets.
+double median3(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The GEMM rate one rank gets while `ranks` ranks multiply at once; each round is long enough
+// (about 1e8 FLOPs per rank) to see the sustained rate rather than a burst.
 template <typename T, typename Gemm>
 double gemmRate(Gemm gemm, int n, int ranks) {
-  int reps = std::max(2, int(3e7 / (2.0 * n * n * double(n))));
-  double best = 1e30;
-  for (int round = 0; round < 3; ++round) {
-    double took = concurrently(ranks, [&] {
+  int reps = std::max(2, int(1e8 / (2.0 * n * n * double(n))));
+  std::vector<double> rounds;
+  for (int round = 0; round < 3; ++round)
+    rounds.push_back(concurrently(ranks, [&] {
       std::vector<T> a(size_t(n) * n, T(0.5)), b(size_t(n) * n, T(0.25)), c(size_t(n) * n);
       auto t0 = std::chrono::steady_clock::now();
       for (int rep = 0; rep < reps; ++rep)
         gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n);
       return seconds(t0);
-    });
-    best = std::min(best, took);
-  }
-  return 2.0 * n * double(n) * n * reps / best;
+    }));
+  return 2.0 * n * double(n) * n * reps / median3(rounds);
 }
 
 // Bytes read + written per second by an element-wise op as replay runs it: the output is a fresh,
@@ -54,9 +59,9 @@ double gemmRate(Gemm gemm, int n, int ranks) {
 // Tensors of the size generated jobs replay (a MiB), so the allocator reuses memory as in replay.
 double elementwiseBandwidth(int ranks) {
   const size_t n = size_t(256) << 10;  // 1 MiB of floats per buffer and rank
-  double best = 1e30;
+  std::vector<double> rounds;
   for (int round = 0; round < 3; ++round) {
-    double took = concurrently(ranks, [&] {
+    rounds.push_back(concurrently(ranks, [&] {
       std::vector<float> src(n, 1.0f);
       auto t0 = std::chrono::steady_clock::now();
       for (int rep = 0; rep < 8; ++rep) {
@@ -70,10 +75,9 @@ double elementwiseBandwidth(int ranks) {
         std::free(d);
       }
       return seconds(t0) / 8;
-    });
-    best = std::min(best, took);
+    }));
   }
-  return 2.0 * double(n) * sizeof(float) / best;
+  return 2.0 * double(n) * sizeof(float) / median3(rounds);
 }
 
 }  // namespace
