@@ -146,7 +146,7 @@ struct LinkModel {
 
 struct BackendOptions {
   std::chrono::milliseconds timeout{60'000};
-  LinkModel link;
+  LinkModel link{};
 };
 
 // Reduction helpers shared by the backends: elementwise, in group order (deterministic bits).

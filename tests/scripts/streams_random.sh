@@ -33,6 +33,34 @@ for k in $(seq "$N"); do
     fi
   done
 done
+
+# A would-be deadlock is a bounded error naming rank, stream and op: two rings over ranks {0,1}
+# whose all-reduces rank 1 issues in the opposite order (crossed_rings.py). One stream per rank
+# (default or a named one): exit 2 after --timeout. A stream per ring: runs, as NCCL would.
+for spec in "default default" "comm comm"; do
+  python3 "$SRC/tests/scripts/crossed_rings.py" "$tmp/crossed.json" $spec
+  out=$(timeout 30 "$SP_OPT" replay "$tmp/crossed.json" --timeout 1 2>&1); rc=$?
+  [ $rc = 124 ] && hangs=$((hangs + 1))
+  # Whichever rank's timeout fires first is reported.
+  want="c_allreduce_sum \(rank [01], block 0, op 0\)$([ "${spec%% *}" = comm ] && echo " on stream 'comm'"): timed out after 1.000 s waiting on ring [01]"
+  [ $rc = 2 ] && echo "$out" | grep -qE "$want" || { echo "FAIL: crossed rings on streams '$spec': exit $rc: $out"; fail=1; }
+done
+python3 "$SRC/tests/scripts/crossed_rings.py" "$tmp/crossed.json" comm0 comm1
+timeout 30 "$SP_OPT" replay "$tmp/crossed.json" --timeout 5 > /dev/null 2>&1 || { echo "FAIL: crossed rings on a stream each"; fail=1; }
+# A kernel failing on a comm stream stops its rank's other streams and the other ranks at once.
+python3 - "$SRC/testdata/jobs/bad_rank1_kernel_fails.json" "$tmp/fails.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1]))
+for p in job['programs']:
+    for op in p['blocks'][0]['ops']:
+        if op['type'] == 'scale': op.setdefault('dist_attr', {})['execution_stream'] = 'side'
+json.dump(job, open(sys.argv[2], 'w'))
+PY
+start=$(date +%s)
+out=$(timeout 30 "$SP_OPT" replay "$tmp/fails.json" --timeout 20 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "op 'scale' (rank 1, block 0, op 1)" && [ $(($(date +%s) - start)) -lt 10 ] ||
+  { echo "FAIL: a kernel failing on a side stream: exit $rc after $(($(date +%s) - start)) s: $out"; fail=1; }
+
 echo "streams_random: $N jobs, $rings rings, $streams (rank, comm stream) pairs, $events explicit events, $hangs hangs"
 [ $fail = 0 ] && echo "streams_random: all ok"
 exit $fail
