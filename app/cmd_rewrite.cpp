@@ -1,6 +1,6 @@
-// sp-opt rewrite IN OUT: load and verify a job, run a pass pipeline over it (verifying after each
-// pass), and write the result. Statistics, explanations and --print-after go to stderr so that
-// OUT may be "-" (stdout).
+// sp-opt rewrite IN OUT: load and verify a job (JSON or text), run a pass pipeline over it
+// (verifying after each pass), and write the result (JSON, or text for OUT.sptxt / --emit=text).
+// Statistics, explanations and --print-after go to stderr so that OUT may be "-" (stdout).
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -10,6 +10,7 @@
 #include "command.h"
 #include "io/atomic_file.h"
 #include "io/loader.h"
+#include "io/text_writer.h"
 #include "io/writer.h"
 #include "passes/pass_manager.h"
 #include "verify/verifier.h"
@@ -22,6 +23,7 @@ struct Options {
   std::string passes{kDefaultPipeline};
   bool stats = false, explain = false, print_after_all = false, dry_run = false;
   std::string report;
+  std::string emit;  // json or text; empty: text when OUT ends in .sptxt
   std::vector<std::string> print_after;
 };
 
@@ -76,6 +78,7 @@ nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, co
     p["config"] = r.text;
     p["time_ms"] = r.time_ms;
     p["verify_ms"] = r.verify_ms;
+    p["changed"] = r.changed;
     p["candidates"] = r.stats.candidates;
     p["rewritten"] = r.stats.rewritten;
     p["refused"] = J::object();
@@ -113,7 +116,7 @@ int runRewrite(const Options& o) {
     pm.after_pass = [&](const std::string& pass, const Job& j) {
       bool wanted = o.print_after_all;
       for (const auto& n : o.print_after) wanted |= n == pass;
-      if (wanted) std::cerr << "// ----- after " << pass << " -----\n" << jobToString(j);
+      if (wanted) std::cerr << "// ----- after " << pass << " -----\n" << jobToText(j);
     };
   }
   PipelineResult res = runPipeline(pipeline, *job, pm);
@@ -127,7 +130,12 @@ int runRewrite(const Options& o) {
     for (const Diagnostic& d : res.problems) std::cerr << "  " << d.line() << '\n';
     return kExitPassBroke;
   }
-  if (!o.dry_run) writeJobFile(*job, o.out);
+  if (!o.dry_run) {
+    if (o.emit == "text" || (o.emit.empty() && isTextJobPath(o.out)))
+      writeJobTextFile(*job, o.out);
+    else
+      writeJobFile(*job, o.out);
+  }
   if (!o.report.empty())
     writeFileAtomic(o.report, reportJson(o, pipeline, res, ops_before, countOps(*job), load_ms).dump(2) + "\n");
   keepUntilExit(std::move(job));  // the process frees it faster than a million destructors
@@ -148,8 +156,10 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                        sub.add_flag("--stats", o->stats, "Per pass: time, candidates, rewritten, refused by reason (stderr)");
                        sub.add_flag("--explain", o->explain, "Every candidate not rewritten, and why (stderr)");
                        sub.add_option("--report", o->report, "Write statistics and explanations as JSON to this file");
-                       sub.add_option("--print-after", o->print_after, "Print the job to stderr after this pass (repeatable)");
-                       sub.add_flag("--print-after-all", o->print_after_all, "Print the job to stderr after every pass");
+                       sub.add_option("--emit", o->emit, "Format of OUT: json or text (default: text when OUT ends in .sptxt, else json)")
+                           ->check(CLI::IsMember({"json", "text"}));
+                       sub.add_option("--print-after", o->print_after, "Print the job as text to stderr after this pass (repeatable)");
+                       sub.add_flag("--print-after-all", o->print_after_all, "Print the job as text to stderr after every pass");
                        sub.add_flag("--dry-run", o->dry_run, "Run and report, but do not write OUT");
                        return [o] { return runRewrite(*o); };
                      }}};

@@ -11,8 +11,12 @@ A case is a folder under testdata/golden/ holding:
   absent            names (one a line) that must NOT exist in %T afterwards
 Temp files (*.tmp.*) left in %T always fail the case: outputs are written atomically.
 
-FileCheck-lite: "CHECK: s" finds the next line containing s, "CHECK-NEXT: s" the very next line,
-"CHECK-NOT: s" forbids s between the previous match and the next one (or the end).
+FileCheck-lite (plain substrings, no regexes; blank lines and lines starting with # or // are
+ignored): "CHECK: s" finds the next line containing s, "CHECK-NEXT: s" the very next line,
+"CHECK-SAME: s" s later on the line of the previous match, "CHECK-EMPTY:" an empty next line,
+"CHECK-NOT: s" forbids s between the previous match and the next one (or the end). "CHECK-LABEL: s"
+lines are found first, in order, and cut the output into sections: the checks between two labels
+must match between the two labelled lines.
 With SPOPT_UPDATE_GOLDEN=1 the exact expectations are rewritten from what the command printed.
 Usage: golden.py SP_OPT CASE_DIR
 """
@@ -20,36 +24,64 @@ import os, pathlib, shutil, subprocess, sys, tempfile
 
 def filecheck(text, spec, what):
     lines = text.splitlines()
-    pos = 0  # next line to search
-    nots = []
+    checks = []
     for raw in spec.splitlines():
         raw = raw.strip()
-        if not raw or raw.startswith("#"):
+        if not raw or raw.startswith("#") or raw.startswith("//"):
             continue
         kind, _, pat = raw.partition(":")
-        pat = pat.strip()
+        if kind not in ("CHECK", "CHECK-NEXT", "CHECK-NOT", "CHECK-SAME", "CHECK-EMPTY", "CHECK-LABEL"):
+            return f"{what}: bad check line {raw!r}"
+        checks.append((kind, pat.strip(), raw))
+    # Labels first, in order: they cut the output into sections no other check matches across.
+    label_at = {}
+    pos = 0
+    for i, (kind, pat, _) in enumerate(checks):
+        if kind == "CHECK-LABEL":
+            found = next((n for n in range(pos, len(lines)) if pat in lines[n]), None)
+            if found is None:
+                return f"{what}: CHECK-LABEL: {pat!r} not found after line {pos}\n--- {what} ---\n{text}"
+            label_at[i] = found
+            pos = found + 1
+    def limit(i):  # the line of the next label after check i, or the end
+        return next((label_at[j] for j in sorted(label_at) if j > i), len(lines))
+    pos, col, last = 0, 0, None  # next line to search; end of the last match on line `last`
+    nots = []
+    def check_nots(upto):
+        for n in nots:
+            for k in range(pos, upto):
+                if n in lines[k]:
+                    return f"{what}: CHECK-NOT: {n!r} found on line {k}: {lines[k]!r}"
+        return None
+    for i, (kind, pat, raw) in enumerate(checks):
         if kind == "CHECK-NOT":
             nots.append(pat)
             continue
-        if kind == "CHECK-NEXT":
-            found = pos if pos < len(lines) and pat in lines[pos] else None
-        elif kind == "CHECK":
-            found = next((i for i in range(pos, len(lines)) if pat in lines[i]), None)
+        end = limit(i)
+        if kind == "CHECK-LABEL":
+            found, at = label_at[i], lines[label_at[i]].find(pat)
+        elif kind == "CHECK-SAME":
+            at = lines[last].find(pat, col) if last is not None and pat else -1
+            if at < 0:
+                return f"{what}: CHECK-SAME: {pat!r} not found on line {last} after column {col}\n--- {what} ---\n{text}"
+            col = at + len(pat)
+            continue
+        elif kind == "CHECK-EMPTY":
+            found, at = (pos, 0) if pos < len(lines) and lines[pos] == "" else (None, -1)
+        elif kind == "CHECK-NEXT":
+            found = pos if pos < end and pat in lines[pos] else None
+            at = lines[pos].find(pat) if found is not None else -1
         else:
-            return f"{what}: bad check line {raw!r}"
+            found = next((n for n in range(pos, end) if pat in lines[n]), None)
+            at = lines[found].find(pat) if found is not None else -1
         if found is None:
             return f"{what}: {kind}: {pat!r} not found after line {pos}\n--- {what} ---\n{text}"
-        for n in nots:
-            for i in range(pos, found):
-                if n in lines[i]:
-                    return f"{what}: CHECK-NOT: {n!r} found on line {i}: {lines[i]!r}"
+        msg = check_nots(found)
+        if msg:
+            return msg
         nots = []
-        pos = found + 1
-    for n in nots:
-        for i in range(pos, len(lines)):
-            if n in lines[i]:
-                return f"{what}: CHECK-NOT: {n!r} found on line {i}: {lines[i]!r}"
-    return None
+        pos, last, col = found + 1, found, at + len(pat)
+    return check_nots(len(lines))
 
 def main():
     binary, case = sys.argv[1], pathlib.Path(sys.argv[2]).resolve()

@@ -525,6 +525,8 @@ def write_case(c):
 
 def main():
     for old in GOLDEN.glob("fuse-*"):
+        if old.name.startswith("fuse-text-"):
+            continue  # hand-written pass tests in the text form, not generated here
         shutil.rmtree(old)
     for c in CASES:
         write_case(c)

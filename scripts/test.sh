@@ -30,10 +30,15 @@ if command -v clang++ >/dev/null; then
   echo "== libFuzzer over loader + verifier + writer (${FUZZ_SECONDS:-60} s)"
   cmake -S . -B build-fuzz -DSPOPT_FUZZ=ON -DSPOPT_NCCL=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
-  cmake --build build-fuzz -j"$JOBS" --target fuzz-loader
-  corpus=$(mktemp -d); trap 'rm -rf "$corpus"' EXIT
+  cmake --build build-fuzz -j"$JOBS" --target fuzz-loader fuzz-text-reader
+  corpus=$(mktemp -d); text_corpus=$(mktemp -d); trap 'rm -rf "$corpus" "$text_corpus"' EXIT
   cp testdata/jobs/*.json testdata/bad/*.json "$corpus"/
   build-fuzz/tests/fuzz-loader -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 "$corpus" 2>&1 | tail -3
+  echo "== libFuzzer over the text reader + writer round trip (${FUZZ_TEXT_SECONDS:-30} s)"
+  for f in testdata/bad/*.sptxt testdata/golden/*/in.sptxt testdata/golden/*/expected/*.sptxt; do
+    cp "$f" "$text_corpus/$(echo "$f" | tr / _)"
+  done
+  build-fuzz/tests/fuzz-text-reader -max_total_time="${FUZZ_TEXT_SECONDS:-30}" -max_len=65536 -timeout=10 "$text_corpus" 2>&1 | tail -3
 else
   echo "== libFuzzer skipped: clang++ is not installed"
 fi

@@ -47,17 +47,6 @@ const char* collectiveKindName(CollectiveKind k) {
   return "?";
 }
 
-std::string_view collectiveOpType(CollectiveKind k, bool legacy) {
-  switch (k) {
-    case CollectiveKind::AllReduce: return legacy ? "c_allreduce_sum" : "all_reduce";
-    case CollectiveKind::ReduceScatter: return legacy ? "c_reducescatter" : "reduce_scatter";
-    case CollectiveKind::AllGather: return legacy ? "c_allgather" : "all_gather";
-    case CollectiveKind::Broadcast: return legacy ? "c_broadcast" : "broadcast";
-    case CollectiveKind::Identity: return "c_identity";
-  }
-  return "";
-}
-
 std::map<int64_t, std::vector<const Op*>> collectivesByRing(const Program& p) {
   std::map<int64_t, std::vector<const Op*>> out;
   for (const auto& b : p.blocks)

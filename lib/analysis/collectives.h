@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "ir/collective_kind.h"
 #include "ir/ir.h"
 
 namespace spopt {
 
-enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity };
-enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
+// CollectiveKind, ReduceOp and collectiveOpType: ir/collective_kind.h.
 
 struct Collective {
   CollectiveKind kind;
@@ -27,9 +27,6 @@ std::optional<Collective> asCollective(const Op& op);
 const char* collectiveKindName(CollectiveKind k);
 // c_identity moves no data: it is not paired across ranks.
 inline bool communicates(const Collective& c) { return c.kind != CollectiveKind::Identity; }
-
-// The op type for a kind in a dialect ("c_reducescatter" / "reduce_scatter", ...).
-std::string_view collectiveOpType(CollectiveKind k, bool legacy);
 
 // Communicating collectives of a program, per ring, in issue order (blocks in order, ops in order).
 std::map<int64_t, std::vector<const Op*>> collectivesByRing(const Program& p);

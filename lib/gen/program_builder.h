@@ -13,11 +13,15 @@
 #include "gen/json_emitter.h"
 #include "gen/topology.h"
 #include "ir/ir.h"
+#include "ir/op_role.h"
 
 namespace spopt::gen {
 
-// Paddle's OpRole bits (format.md).
-enum Role : int { kForward = 0, kBackward = 1, kOptimize = 2, kLoss = 256 };
+// Paddle's OpRole bits (format.md), defined once in ir/op_role.h.
+inline constexpr int kForward = op_role::kForward;
+inline constexpr int kBackward = op_role::kBackward;
+inline constexpr int kOptimize = op_role::kOptimize;
+inline constexpr int kLoss = op_role::kLoss;
 
 struct Tensor {
   std::string name;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "io/source.h"
+#include "io/text_reader.h"
 #include "io/top_level_scan.h"
 #include "ir/json_text.h"
 #include "support/error.h"
@@ -720,6 +721,8 @@ bool loadChunked(Job& job, const Source& src, const std::string& name) {
 }
 
 std::unique_ptr<Job> load(std::shared_ptr<Source> src, const std::string& name, const LoadOptions& opts) {
+  // The text form (io/text_reader.h) is told apart by its first line; a JSON job starts with "{".
+  if (looksLikeTextJob(src->text())) return readTextJob(src->text(), name, opts);
   auto job = std::make_unique<Job>();
   job->path = name;
   job->source = src;

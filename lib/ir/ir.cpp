@@ -170,6 +170,7 @@ Op* Block::insertOp(OpIter pos, Op op) {
   op.block = this;
   op.id = program->next_op_id++;
   auto it = ops.insert(pos, std::move(op));
+  positions_dirty_ = true;
   Op* o = &*it;
   o->self = it;
   for (auto* slots : {&o->inputs, &o->outputs}) {
@@ -192,16 +193,29 @@ void Block::eraseOp(Op* op) {
     for (auto& a : s.args)
       if (a.var) unlink(a.var->writers, op);
   ops.erase(op->self);
+  positions_dirty_ = true;
 }
 
-size_t Block::opPosition(const Op* op) const {
-  size_t i = 0;
-  for (const auto& o : ops) {
-    if (&o == op) return i;
-    ++i;
-  }
-  return i;
+void Block::moveOp(Op* op, OpIter pos) {
+  if (op->block != this) throw std::logic_error("moveOp: op " + std::string(op->type) + " is not in this block");
+  if (pos == op->self) return;
+  ops.splice(pos, ops, op->self);  // iterators and addresses stay valid
+  positions_dirty_ = true;
 }
+
+void Block::renumber() const {
+  uint32_t i = 0;
+  for (const Op& o : ops) o.cached_index = i++;
+  positions_size_ = ops.size();
+  positions_dirty_ = false;
+}
+
+size_t Block::indexOf(const Op* op) const {
+  if (positions_dirty_ || positions_size_ != ops.size()) renumber();
+  return op->cached_index;
+}
+
+bool Block::isBefore(const Op* a, const Op* b) const { return indexOf(a) < indexOf(b); }
 
 Block* Program::block(int64_t idx) const {
   for (const auto& b : blocks)

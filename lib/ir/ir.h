@@ -111,6 +111,8 @@ struct Op {
 
   Block* block = nullptr;
   std::list<Op>::iterator self;  // position in block->ops
+  // Index in block->ops, valid while the block's position cache is clean (Block::indexOf).
+  mutable uint32_t cached_index = 0;
 
   const Slot* input(std::string_view slot) const;
   const Slot* output(std::string_view slot) const;
@@ -145,9 +147,23 @@ struct Block {
   // Unresolvable names throw std::logic_error: passes must create vars first.
   Op* insertOp(OpIter pos, Op op);
   void eraseOp(Op* op);          // unregisters def-use and removes it
-  size_t opPosition(const Op* op) const;  // O(n); for messages only
+  // Moves `op` (an op of this block) before `pos` (an iterator of this block's ops, or end()).
+  // A splice: the op keeps its id, its address, its `self` iterator and its def-use lists; only
+  // its position changes. Moving an op before itself or before its successor is a no-op.
+  void moveOp(Op* op, OpIter pos);
+
+  // Op positions, cached per block: the first query after a change (insertOp / eraseOp / moveOp,
+  // or ops appended by the loader) renumbers the block in one O(n) walk; later queries are O(1).
+  // Passes must use these instead of building their own position tables.
+  size_t indexOf(const Op* op) const;                 // index of `op` in this block's op list
+  bool isBefore(const Op* a, const Op* b) const;      // both ops of this block: a runs before b
+  size_t opPosition(const Op* op) const { return indexOf(op); }  // same as indexOf (older name)
+  void invalidatePositions() { positions_dirty_ = true; }  // after editing `ops` directly
 
  private:
+  void renumber() const;
+  mutable bool positions_dirty_ = true;
+  mutable size_t positions_size_ = 0;  // ops.size() when last renumbered: catches direct appends
   // Open addressing: name lookups are the loader's hottest path on million-var jobs.
   absl::flat_hash_map<std::string_view, Var*> by_name_;
   friend struct Program;

@@ -1,5 +1,9 @@
 #include "ir/json_object.h"
 
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+
 #include "ir/json_text.h"
 
 namespace spopt {
@@ -94,6 +98,15 @@ void JsonObject::setRaw(Arena& arena, std::string_view key, std::string_view raw
   ms.push_back({arena.store(std::string_view(quoted).substr(1, quoted.size() - 2)), stored});
 }
 void JsonObject::setInt(Arena& arena, std::string_view key, int64_t v) { setRaw(arena, key, intToRaw(v)); }
+void JsonObject::setDouble(Arena& arena, std::string_view key, double v) {
+  if (!std::isfinite(v)) throw std::invalid_argument("setDouble: " + std::string(key) + " is not a finite number");
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string text(buf, r.ptr);
+  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+  setRaw(arena, key, text);
+}
+void JsonObject::setIntArray(Arena& arena, std::string_view key, const std::vector<int64_t>& v) { setRaw(arena, key, intArrayToRaw(v)); }
 void JsonObject::setBool(Arena& arena, std::string_view key, bool v) { setRaw(arena, key, v ? "true" : "false"); }
 void JsonObject::setString(Arena& arena, std::string_view key, std::string_view v) {
   setRaw(arena, key, quoteJson(v));

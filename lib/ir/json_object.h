@@ -46,6 +46,10 @@ class JsonObject {
   void setInt(Arena& arena, std::string_view key, int64_t v);
   void setBool(Arena& arena, std::string_view key, bool v);
   void setString(Arena& arena, std::string_view key, std::string_view v);
+  // Shortest text that reads back as the same double, always with a '.' or exponent (1.0, not 1),
+  // so it stays a float; NaN and infinities are not JSON: std::invalid_argument.
+  void setDouble(Arena& arena, std::string_view key, double v);
+  void setIntArray(Arena& arena, std::string_view key, const std::vector<int64_t>& v);
   bool erase(std::string_view key);
 
   std::string toJson() const;  // the object as compact JSON text

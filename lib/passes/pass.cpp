@@ -1,5 +1,6 @@
 #include "passes/pass.h"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -9,6 +10,7 @@ const char* optionKindName(OptionKind k) {
   switch (k) {
     case OptionKind::Bool: return "bool";
     case OptionKind::Int: return "int";
+    case OptionKind::Float: return "float";
     case OptionKind::String: return "string";
   }
   return "?";
@@ -29,6 +31,14 @@ bool parseOptionValue(OptionKind kind, std::string_view text, OptionValue& out) 
       out = v;
       return true;
     }
+    case OptionKind::Float: {
+      double v = 0;
+      const char* end = text.data() + text.size();
+      auto r = std::from_chars(text.data(), end, v);
+      if (text.empty() || r.ec != std::errc() || r.ptr != end) return false;
+      out = v;
+      return true;
+    }
     case OptionKind::String:
       out = std::string(text);
       return true;
@@ -36,9 +46,32 @@ bool parseOptionValue(OptionKind kind, std::string_view text, OptionValue& out) 
   return false;
 }
 
+bool parseOptionValue(const OptionSpec& spec, std::string_view text, OptionValue& out) {
+  if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) return false;
+  return parseOptionValue(spec.kind, text, out);
+}
+
+std::string optionExpectText(const OptionSpec& spec) {
+  switch (spec.kind) {
+    case OptionKind::Bool: return "true or false";
+    case OptionKind::Int: return "an integer";
+    case OptionKind::Float: return "a number";
+    case OptionKind::String: break;
+  }
+  if (spec.choices.empty()) return "a string";
+  std::string s = "one of ";
+  for (size_t i = 0; i < spec.choices.size(); ++i) s += (i ? ", " : "") + spec.choices[i];
+  return s;
+}
+
 std::string optionValueText(const OptionValue& v) {
   if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, *d);
+    return std::string(buf, r.ptr);
+  }
   return std::get<std::string>(v);
 }
 
@@ -46,7 +79,7 @@ OptionValues::OptionValues(const std::vector<OptionSpec>& specs) {
   for (const auto& s : specs) {
     OptionValue v;
     // A default that does not parse is a bug in the pass's declaration.
-    if (!parseOptionValue(s.kind, s.default_text, v))
+    if (!parseOptionValue(s, s.default_text, v))
       throw std::logic_error("option " + s.name + ": bad default '" + s.default_text + "'");
     values_[s.name] = std::move(v);
   }
@@ -59,6 +92,7 @@ const OptionValue& OptionValues::at(const std::string& name) const {
 }
 bool OptionValues::getBool(const std::string& name) const { return std::get<bool>(at(name)); }
 int64_t OptionValues::getInt(const std::string& name) const { return std::get<int64_t>(at(name)); }
+double OptionValues::getFloat(const std::string& name) const { return std::get<double>(at(name)); }
 const std::string& OptionValues::getString(const std::string& name) const { return std::get<std::string>(at(name)); }
 
 size_t PassStats::refusedTotal() const {

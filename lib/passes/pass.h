@@ -7,10 +7,12 @@
 // candidates it looked at, how many it rewrote, why it refused the others, and, when asked, one
 // explain record per candidate not rewritten (or rewritten with a caveat).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -18,8 +20,10 @@
 
 namespace spopt {
 
-enum class OptionKind { Bool, Int, String };
-const char* optionKindName(OptionKind k);  // "bool", "int", "string"
+enum class OptionKind { Bool, Int, Float, String };
+const char* optionKindName(OptionKind k);  // "bool", "int", "float", "string"
+
+using OptionValue = std::variant<bool, int64_t, double, std::string>;
 
 struct OptionSpec {
   std::string name;
@@ -27,17 +31,67 @@ struct OptionSpec {
   std::string default_text;  // the default, spelled as on the command line
   std::string help;
   bool hidden = false;       // testing aids: parsed as usual, listed only by `sp-opt passes --all`
+  std::vector<std::string> choices = {};  // String options: the only values accepted (empty: any)
+  // Stores a parsed value into the pass's options struct (set by bindOption; null for specs
+  // written by hand, whose pass reads OptionValues itself).
+  std::function<void(void* options, const OptionValue&)> assign = nullptr;
 };
 
-using OptionValue = std::variant<bool, int64_t, std::string>;
-
-// Parses `text` as a value of `kind`; nullopt-like failure is reported through the bool.
+// Parses `text` as a value of `spec`'s kind (and one of its choices); false when it does not parse.
+bool parseOptionValue(const OptionSpec& spec, std::string_view text, OptionValue& out);
 bool parseOptionValue(OptionKind kind, std::string_view text, OptionValue& out);
 std::string optionValueText(const OptionValue& v);
+// What a value of `spec` must look like, for messages: "true or false", "an integer", "one of a, b".
+std::string optionExpectText(const OptionSpec& spec);
+
+namespace detail {
+template <class T> constexpr OptionKind optionKindOf() {
+  if constexpr (std::is_same_v<T, bool>) return OptionKind::Bool;
+  else if constexpr (std::is_integral_v<T>) return OptionKind::Int;
+  else if constexpr (std::is_floating_point_v<T>) return OptionKind::Float;
+  else return OptionKind::String;
+}
+}  // namespace detail
+
+// Declares a pass option bound to a member of the pass's options struct: the option's name is
+// written once, here; its kind comes from the member's type and its default from the struct's
+// default member initialiser. Example (in a pass file):
+//   struct Options { bool reshard_only = false; int64_t max_fusions = -1; };
+//   bindOption(&Options::reshard_only, "reshard-only", "help text")
+template <class Opts, class T>
+OptionSpec bindOption(T Opts::*member, std::string name, std::string help, bool hidden = false,
+                      std::vector<std::string> choices = {}) {
+  OptionSpec spec;
+  spec.name = std::move(name);
+  spec.kind = detail::optionKindOf<T>();
+  spec.help = std::move(help);
+  spec.hidden = hidden;
+  spec.choices = std::move(choices);
+  const Opts defaults{};
+  spec.default_text = optionValueText(OptionValue(static_cast<std::conditional_t<
+      std::is_same_v<T, bool>, bool, std::conditional_t<std::is_integral_v<T>, int64_t,
+      std::conditional_t<std::is_floating_point_v<T>, double, std::string>>>>(defaults.*member)));
+  spec.assign = [member](void* options, const OptionValue& v) {
+    auto& field = static_cast<Opts*>(options)->*member;
+    std::visit([&](const auto& x) {
+      using X = std::decay_t<decltype(x)>;
+      if constexpr (std::is_convertible_v<X, T>) field = static_cast<T>(x);
+    }, v);
+  };
+  return spec;
+}
 
 // The options of one configured pass: every declared option, defaults filled in.
 class OptionValues {
  public:
+  // Fills an options struct from these values through each spec's binding (see bindOption).
+  template <class Opts>
+  Opts bind(const std::vector<OptionSpec>& specs) const {
+    Opts o{};
+    for (const OptionSpec& s : specs)
+      if (s.assign) s.assign(&o, at(s.name));
+    return o;
+  }
   OptionValues() = default;
   explicit OptionValues(const std::vector<OptionSpec>& specs);  // all defaults
   void set(const std::string& name, OptionValue v) { values_[name] = std::move(v); }
@@ -45,6 +99,7 @@ class OptionValues {
   // (std::logic_error), never the user's.
   bool getBool(const std::string& name) const;
   int64_t getInt(const std::string& name) const;
+  double getFloat(const std::string& name) const;
   const std::string& getString(const std::string& name) const;
   const std::map<std::string, OptionValue>& all() const { return values_; }
 
@@ -95,7 +150,9 @@ class PassContext {
 class Pass {
  public:
   virtual ~Pass() = default;
-  virtual void run(Job& job, PassContext& ctx) = 0;
+  // Rewrites the job; returns whether it changed anything (the pass manager reports it, and
+  // --print-after prints only a changed job).
+  virtual bool run(Job& job, PassContext& ctx) = 0;
 };
 
 }  // namespace spopt

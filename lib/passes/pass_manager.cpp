@@ -20,7 +20,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     PassContext ctx(opts.collect_explain);
     auto pass = cp.info->create(cp.options);
     auto t0 = std::chrono::steady_clock::now();
-    pass->run(job, ctx);
+    run.changed = pass->run(job, ctx);
     run.time_ms = msSince(t0);
     run.stats = std::move(ctx.stats);
     run.explain = std::move(ctx.explain);

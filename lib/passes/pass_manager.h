@@ -16,6 +16,7 @@ struct PassRun {
   std::string text;      // as configured: name{opt=val}
   double time_ms = 0;    // the pass itself
   double verify_ms = 0;  // the verifier after it
+  bool changed = false;  // what the pass said of its run
   PassStats stats;
   std::vector<ExplainRecord> explain;
 };

@@ -102,8 +102,8 @@ class Parser {
       if (k == key) throw InputError(source_, "", "option " + key + " of pass " + info.name + " is given twice");
     std::string_view value = trim(item.substr(eq + 1));
     OptionValue parsed;
-    if (!parseOptionValue(spec->kind, value, parsed)) {
-      std::string expect = spec->kind == OptionKind::Bool ? "true or false" : "an integer";
+    if (!parseOptionValue(*spec, value, parsed)) {
+      std::string expect = optionExpectText(*spec);
       throw InputError(source_, "", "option " + key + " of pass " + info.name + " takes " + expect + ", got \"" +
                                         std::string(value) + "\"");
     }

@@ -16,7 +16,9 @@ const OptionSpec* PassInfo::option(const std::string& opt) const {
 const PassRegistry& PassRegistry::builtin() {
   static const PassRegistry registry = [] {
     PassRegistry r;
-    r.add(fuseAllreduceSplitPass());
+#define SPOPT_ADD_PASS(fn) r.add(fn());
+    SPOPT_BUILTIN_PASSES(SPOPT_ADD_PASS)
+#undef SPOPT_ADD_PASS
     return r;
   }();
   return registry;

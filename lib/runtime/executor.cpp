@@ -1,9 +1,11 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <deque>
 #include <cstring>
 #include <filesystem>
 
+#include "analysis/no_need_buffer.h"
 #include "runtime/inputs.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/npy.h"
@@ -23,7 +25,6 @@ std::string where(const Program& p, const Block& b, size_t index, std::string_vi
          std::to_string(index) + ")";
 }
 
-bool keptToEnd(const Var& v) { return v.persistable || v.block->program->fetches(v.name); }
 
 template <typename F>
 void forEachArg(const std::vector<Slot>& slots, F f) {
@@ -45,34 +46,10 @@ RankRun CommFactory::execute(const Job& job, int64_t rank, const ExecOptions& o)
   return executeProgram(*job.program(rank), *comm, o);
 }
 
-Liveness computeLiveness(const Program& p) {
-  Liveness l;
-  if (p.blocks.empty()) return l;
-  const Block& b = entryBlock(p);
-  std::vector<int64_t> last(p.next_var_id, -1);
-  std::vector<char> written(p.next_var_id, 0), is_input(p.next_var_id, 0);
-  std::vector<const Var*> by_id(p.next_var_id, nullptr);
-  int64_t i = 0;
-  for (const Op& op : b.ops) {
-    forEachArg(op.inputs, [&](const Var& v) {
-      if (!written[v.id] && !is_input[v.id]) {
-        is_input[v.id] = 1;
-        l.inputs.push_back(&v);
-      }
-      last[v.id] = i;
-      by_id[v.id] = &v;
-    });
-    forEachArg(op.outputs, [&](const Var& v) {
-      written[v.id] = 1;
-      last[v.id] = i;
-      by_id[v.id] = &v;
-    });
-    ++i;
-  }
-  l.release_after.resize(size_t(i));
-  for (size_t id = 0; id < last.size(); ++id)
-    if (last[id] >= 0 && !keptToEnd(*by_id[id])) l.release_after[size_t(last[id])].push_back(by_id[id]);
-  return l;
+BlockLiveness computeLiveness(const Program& p, const LivenessOptions& o) {
+  if (p.blocks.empty()) return {};
+  Liveness all = computeProgramLiveness(p, o);
+  return std::move(all.blocks[entryBlock(p).position]);
 }
 
 void checkReplayable(const Program& p) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/liveness.h"
 #include "ir/ir.h"
 #include "runtime/communicator.h"
 #include "runtime/tensor.h"
@@ -49,13 +50,11 @@ struct RankRun {
   std::vector<TraceEvent> events;
 };
 
-// Which vars die after each op of block 0 (never fetched or persistable ones), and which are
-// program inputs (read before any op writes them). Linear in the program size.
-struct Liveness {
-  std::vector<std::vector<const Var*>> release_after;  // by op position
-  std::vector<const Var*> inputs;                      // in order of first read
-};
-Liveness computeLiveness(const Program& p);
+// Buffer liveness of the entry block, from the shared analysis (analysis/liveness.h): which vars
+// die after each op (release_after) and which are program inputs (inputs). Replay releases by it.
+// The CPU executor honours no-need-buffer slots (a released var read shape-only gets a shape-only
+// tensor); the nccl device executor passes no_need_buffer=false (its device kernels take buffers).
+BlockLiveness computeLiveness(const Program& p, const LivenessOptions& o = {});
 
 // Throws InputError naming op, rank, block and index when replay cannot run `p`: an op with no
 // kernel that is not a collective, an op outside block 0's reach, or a var with an unknown (-1) dim.

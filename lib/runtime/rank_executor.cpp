@@ -8,7 +8,11 @@
 #include <mutex>
 #include <thread>
 
+#include <deque>
+
 #include "analysis/comm_stats.h"
+#include "analysis/liveness.h"
+#include "analysis/no_need_buffer.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernels.h"
@@ -30,8 +34,6 @@ std::string where(const Program& p, const Block& b, size_t index, std::string_vi
   return "op '" + std::string(type) + "' (rank " + std::to_string(p.rank) + ", block " + std::to_string(b.idx) + ", op " +
          std::to_string(index) + ")";
 }
-
-bool keptToEnd(const Var& v) { return v.persistable || v.block->program->fetches(v.name); }
 
 template <typename F>
 void forEachArg(const std::vector<Slot>& slots, F f) {
@@ -88,6 +90,12 @@ class OpIO final : public KernelIO {
   const Tensor* input(std::string_view slot, size_t i) const override {
     const Var* var = op_.in(slot, i);
     if (!var) return nullptr;
+    // A slot whose buffer the kernel does not read (analysis/no_need_buffer.h) gets its shape and
+    // dtype only, never the live tensor: its var may be released by another stream meanwhile.
+    if (!readsBuffer(op_, slot)) {
+      shape_only_.push_back(Tensor::shapeOnly(var->dtype, var->shape));
+      return &shape_only_.back();
+    }
     Tensor& t = values_.at(*var);
     return t.empty() ? nullptr : &t;
   }
@@ -104,6 +112,7 @@ class OpIO final : public KernelIO {
   const Op& op_;
   Values& values_;
   std::vector<std::pair<const Var*, Tensor>>& outs_;
+  mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers
 };
 
 // Another stream of the rank failed: this one stops quietly (the failure is what gets reported).
@@ -237,10 +246,11 @@ class RankExecutor {
     const std::string& file = p.job->path;
     auto fail = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
     setRunning(s, true);
-    // Inputs: generate program inputs on first read.
-    forEachArg(op.inputs, [&](const Var& v) {
-      if (plan_.is_input[v.id]) values_.fillOnce(v, [&] { return programInput(v, p.rank, o_); });
-    });
+    // Inputs: generate program inputs on first buffer read (a shape-only read needs none).
+    for (const Slot& sl : op.inputs)
+      if (readsBuffer(op, sl.name))
+        for (const Arg& a : sl.args)
+          if (a.var && plan_.is_input[a.var->id]) values_.fillOnce(*a.var, [&] { return programInput(*a.var, p.rank, o_); });
     // Outputs: fresh buffers of the declared dtype and shape (an in-place output such as sgd's
     // ParamOut gets its own buffer, so the kernel reads the old value intact).
     std::vector<std::pair<const Var*, Tensor>> outs;
@@ -317,14 +327,19 @@ class RankExecutor {
     setRunning(s, false);
   }
 
+  // The op's uses as the plan counts them: buffer reads and writes, each var once.
   void releaseUsed(const Op& op) {
     std::vector<const Var*> used;
-    for (const auto* slots : {&op.inputs, &op.outputs})
-      forEachArg(*slots, [&](const Var& v) {
-        for (const Var* u : used)
-          if (u == &v) return;
-        used.push_back(&v);
-      });
+    auto add = [&](const Var& v) {
+      for (const Var* u : used)
+        if (u == &v) return;
+      used.push_back(&v);
+    };
+    for (const Slot& sl : op.inputs)
+      if (readsBuffer(op, sl.name))
+        for (const Arg& a : sl.args)
+          if (a.var) add(*a.var);
+    forEachArg(op.outputs, add);
     for (const Var* v : used)
       if (remaining_[v->id].fetch_sub(1, std::memory_order_acq_rel) == 1 && !keptToEnd(*v)) values_.release(*v);
   }

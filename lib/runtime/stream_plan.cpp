@@ -1,10 +1,10 @@
 #include "runtime/stream_plan.h"
 
-#include <nlohmann/json.hpp>
-
 #include <unordered_map>
 
 #include "analysis/collectives.h"
+#include "analysis/no_need_buffer.h"
+#include "ir/op_role.h"
 
 namespace spopt::rt {
 namespace {
@@ -19,23 +19,6 @@ void forEachArg(const std::vector<Slot>& slots, F f) {
 constexpr size_t kNone = size_t(-1);
 
 }  // namespace
-
-std::vector<std::string> eventsToWait(const Op& op) {
-  std::vector<std::string> names;
-  if (!op.hasDistAttr()) return names;
-  const std::string_view* raw = op.dist_attr.find("events_to_wait");
-  if (!raw) return names;
-  auto j = nlohmann::json::parse(*raw, nullptr, false);
-  if (j.is_array())
-    for (const auto& e : j)
-      if (e.is_string() && !e.get<std::string>().empty()) names.push_back(e.get<std::string>());
-  return names;
-}
-
-std::string eventToRecord(const Op& op) {
-  if (!op.hasDistAttr()) return "";
-  return op.dist_attr.getString("event_to_record").value_or("");
-}
 
 StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams) {
   StreamPlan plan;
@@ -106,10 +89,14 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
       });
     }
     forEachArg(op.outputs, [&](const Var& v) { last_writer[v.id] = i; });
-    for (const auto* slots : {&op.inputs, &op.outputs})
-      forEachArg(*slots, [&](const Var& v) {
-        if (counted[v.id] != uint32_t(i)) counted[v.id] = uint32_t(i), ++plan.uses[v.id];
-      });
+    auto use = [&](const Var& v) {
+      if (counted[v.id] != uint32_t(i)) counted[v.id] = uint32_t(i), ++plan.uses[v.id];
+    };
+    for (const Slot& sl : op.inputs)
+      if (readsBuffer(op, sl.name))
+        for (const Arg& a : sl.args)
+          if (a.var) use(*a.var);
+    forEachArg(op.outputs, use);
   }
   return plan;
 }

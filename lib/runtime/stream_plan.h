@@ -37,7 +37,9 @@ struct StreamPlan {
   std::vector<uint32_t> stream_of;           // by op position
   std::vector<std::vector<size_t>> ops_of;   // by stream: op positions in program order
   std::vector<std::vector<StreamWait>> waits;  // by op position: at most one per other stream
-  std::vector<uint32_t> uses;                // by Var::id: ops that read or write the var
+  // by Var::id: ops that read the var's buffer or write it (a shape-only read through a
+  // no-need-buffer slot, analysis/no_need_buffer.h, is not a use: the buffer may be gone by then)
+  std::vector<uint32_t> uses;
   std::vector<char> is_input;                // by Var::id: read before any op writes it
   bool multi() const { return names.size() > 1; }
 };
@@ -45,10 +47,5 @@ struct StreamPlan {
 // `honour_streams` false puts every op on stream 0 (a single-stream replay of the same program).
 // Linear in the program size (times the number of streams, a handful).
 StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams);
-
-// The names in an op's dist_attr `events_to_wait` (a JSON array of strings), empty ones skipped.
-std::vector<std::string> eventsToWait(const Op& op);
-// The op's dist_attr `event_to_record`, or "" when absent.
-std::string eventToRecord(const Op& op);
 
 }  // namespace spopt::rt

@@ -27,6 +27,15 @@ size_t storageSize(Storage s) {
   return 1;
 }
 
+Tensor Tensor::shapeOnly(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = 1;
+  for (int64_t d : shape) t.numel_ *= d < 0 ? 0 : d;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = 1;
   for (int64_t d : shape_) {

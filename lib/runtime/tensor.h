@@ -19,6 +19,9 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled, 64-byte aligned
+  // Shape and dtype without a buffer (empty(), data() null): what a kernel gets for an input slot
+  // whose buffer it does not read (analysis/no_need_buffer.h) once that buffer is released.
+  static Tensor shapeOnly(DType dtype, std::vector<int64_t> shape);
 
   DType dtype() const { return dtype_; }
   Storage storage() const { return storageOf(dtype_); }

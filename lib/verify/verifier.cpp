@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
+#include "analysis/ring_order.h"
 #include "ir/json_text.h"
 
 namespace spopt {
@@ -231,9 +232,11 @@ class Verifier {
       const Program* prog;
       std::vector<const Op*> ops;
     };
+    // The shared alignment (analysis/ring_order.h): every program issuing on each ring, in job order.
+    RingOrder order(job_);
     std::map<int64_t, std::vector<Seq>> rings;
-    for (const auto& p : job_.programs)
-      for (auto& [ring, ops] : collectivesByRing(*p)) rings[ring].push_back({p.get(), ops});
+    for (const Ring& r : order.rings())
+      for (const RingIssuer& is : r.issuers) rings[r.ring_id].push_back({is.program, is.ops});
     auto describe = [&](const Op* op) {
       auto c = asCollective(*op);
       const Var* x = op->in(c->in_slot);

@@ -34,10 +34,11 @@ std::vector<std::string>* g_log = nullptr;
 class LogPass : public Pass {
  public:
   explicit LogPass(std::string tag) : tag_(std::move(tag)) {}
-  void run(Job&, PassContext& ctx) override {
+  bool run(Job&, PassContext& ctx) override {
     if (g_log) g_log->push_back(tag_);
     ctx.countCandidate();
     ctx.refuse({0, 0, 0, "relu", false, "because", "a reason"});
+    return false;
   }
 
  private:
@@ -48,13 +49,14 @@ class LogPass : public Pass {
 // must catch.
 class BreakPass : public Pass {
  public:
-  void run(Job& job, PassContext&) override {
+  bool run(Job& job, PassContext&) override {
     Block& b = *job.program(1)->blocks[0];
     Op extra = makeOp(job, "c_allreduce_sum");
     extra.attrs.setInt(job.arena, "ring_id", 0);
     addInput(extra, job, "X", {"z"});
     addOutput(extra, job, "Out", {"z"});
     b.insertOp(b.ops.end(), std::move(extra));
+    return true;
   }
 };
 
@@ -88,6 +90,7 @@ TEST_CASE("passes run in order and report statistics", "[passes][manager]") {
   CHECK(res.runs[1].stats.refused.at("because") == 1);
   REQUIRE(res.runs[1].explain.size() == 1);
   CHECK(res.runs[1].explain[0].reason == "a reason");
+  CHECK_FALSE(res.runs[1].changed);
 }
 
 TEST_CASE("explain records are kept only when asked for", "[passes][manager]") {
@@ -125,16 +128,18 @@ TEST_CASE("the fusion pass in the pipeline: rewritten jobs verify, the empty pip
   CHECK(none.ok);
   CHECK(none.runs.empty());
   CHECK(jobToString(*job) == before);
-  auto res = runPipeline(parsePipeline(kDefaultPipeline, PassRegistry::builtin()), *job);
+  auto res = runPipeline(parsePipeline("fuse-allreduce-split", PassRegistry::builtin()), *job);
   CHECK(res.ok);
   REQUIRE(res.runs.size() == 1);
+  CHECK(res.runs[0].changed);
   CHECK(res.runs[0].stats.candidates == 2);
   CHECK(res.runs[0].stats.rewritten == 2);
   std::string after = jobToString(*job);
   CHECK(after.find("c_reducescatter") != std::string::npos);
   CHECK(after.find("\"y_sum\"") == std::string::npos);
   // Running it again finds nothing to do.
-  auto again = runPipeline(parsePipeline(kDefaultPipeline, PassRegistry::builtin()), *job);
+  auto again = runPipeline(parsePipeline("fuse-allreduce-split", PassRegistry::builtin()), *job);
   CHECK(again.runs[0].stats.candidates == 0);
+  CHECK_FALSE(again.runs[0].changed);
   CHECK(jobToString(*job) == after);
 }

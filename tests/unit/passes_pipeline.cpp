@@ -10,7 +10,7 @@ namespace {
 
 class NoopPass : public Pass {
  public:
-  void run(Job&, PassContext&) override {}
+  bool run(Job&, PassContext&) override { return false; }
 };
 
 PassRegistry testRegistry() {
@@ -102,4 +102,45 @@ TEST_CASE("the default pipeline parses against the built-in registry", "[passes]
   auto p = parsePipeline(kDefaultPipeline, PassRegistry::builtin());
   REQUIRE_FALSE(p.empty());
   CHECK(pipelineText(p) == kDefaultPipeline);
+}
+
+namespace {
+// A pass's options as a struct: each option's name is written once, in bindOption.
+struct BoundOptions {
+  bool fast = true;
+  int64_t budget = -1;
+  double cap = 0.25;
+  std::string mode = "auto";
+};
+}  // namespace
+
+TEST_CASE("options bound to a struct: kinds and defaults from the members, values bound back", "[passes][pipeline]") {
+  std::vector<OptionSpec> specs = {
+      bindOption(&BoundOptions::fast, "fast", "a bool"),
+      bindOption(&BoundOptions::budget, "budget", "an int"),
+      bindOption(&BoundOptions::cap, "cap", "a float"),
+      bindOption(&BoundOptions::mode, "mode", "a choice", false, {"always", "auto", "off"}),
+  };
+  CHECK(specs[0].kind == OptionKind::Bool);
+  CHECK(specs[0].default_text == "true");
+  CHECK(specs[1].kind == OptionKind::Int);
+  CHECK(specs[1].default_text == "-1");
+  CHECK(specs[2].kind == OptionKind::Float);
+  CHECK(specs[2].default_text == "0.25");
+  CHECK(specs[3].default_text == "auto");
+  PassRegistry r;
+  r.add({"bound", "bound options", specs, [](const OptionValues&) { return std::make_unique<NoopPass>(); }});
+  auto p = parsePipeline("bound{budget=1024,cap=0.5,mode=off}", r);
+  auto o = p[0].options.bind<BoundOptions>(p[0].info->options);
+  CHECK(o.fast);
+  CHECK(o.budget == 1024);
+  CHECK(o.cap == 0.5);
+  CHECK(o.mode == "off");
+  std::string err;
+  try {
+    parsePipeline("bound{mode=sometimes}", r);
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  CHECK(err == "--passes: option mode of pass bound takes one of always, auto, off, got \"sometimes\"");
 }

@@ -8,7 +8,7 @@ using namespace spopt;
 namespace {
 class NoopPass : public Pass {
  public:
-  void run(Job&, PassContext&) override {}
+  bool run(Job&, PassContext&) override { return false; }
 };
 PassInfo info(std::string name) {
   return {std::move(name), "test", {}, [](const OptionValues&) { return std::make_unique<NoopPass>(); }};

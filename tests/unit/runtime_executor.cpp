@@ -44,7 +44,7 @@ RankRun runOne(const Job& job, uint64_t seed = 0) {
 
 TEST_CASE("liveness releases each var after its last use", "[runtime][executor]") {
   auto job = loadJobFromText(chainJob(20, "s20"), "t.json");
-  Liveness l = computeLiveness(*job->programs[0]);
+  BlockLiveness l = computeLiveness(*job->programs[0]);
   REQUIRE(l.release_after.size() == 20);
   REQUIRE(l.inputs.size() == 1);
   CHECK(l.inputs[0]->name == "x");

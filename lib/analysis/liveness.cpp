@@ -1,0 +1,183 @@
+#include "analysis/liveness.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "analysis/no_need_buffer.h"
+#include "ir/json_text.h"
+
+namespace spopt {
+
+namespace {
+
+enum UseKind : uint8_t { kRead = 1, kWrite = 2, kShapeRead = 4 };
+struct Use {
+  const Var* var;
+  uint8_t kinds;
+};
+
+// The block indices an op runs as sub-blocks: attr sub_block (an int) or blocks (an int array).
+std::vector<int64_t> subBlocksOf(const Op& op) {
+  std::vector<int64_t> out;
+  if (const auto* raw = op.attrs.find("sub_block"))
+    if (auto v = rawToInt(*raw)) out.push_back(*v);
+  if (const auto* raw = op.attrs.find("blocks"))
+    if (auto v = rawToIntArray(*raw)) out.insert(out.end(), v->begin(), v->end());
+  return out;
+}
+
+class LivenessBuilder {
+ public:
+  LivenessBuilder(const Program& p, const LivenessOptions& o) : p_(p), o_(o) {
+    size_t nb = p.blocks.size();
+    depth_.assign(nb, 0);
+    for (const auto& b : p.blocks) {
+      int d = 0;
+      for (const Block* x = b->parent; x && d < 10000; x = x->parent) ++d;
+      depth_[b->position] = d;
+    }
+    external_.resize(nb);
+    state_.assign(nb, 0);
+    size_t nv = p.next_var_id;
+    last_.assign(nv, -1);
+    touched_.assign(nv, 0);
+    input_.assign(nv, 0);
+    first_write_.assign(nv, -1);
+    written_.assign(nv, 0);
+    by_id_.assign(nv, nullptr);
+  }
+
+  Liveness run() {
+    Liveness l;
+    l.blocks.resize(p_.blocks.size());
+    for (const auto& b : p_.blocks) walk(*b, &l.blocks[b->position]);
+    for (const auto& b : p_.blocks) {
+      BlockLiveness& bl = l.blocks[b->position];
+      bl.dies_after.assign(p_.next_var_id, -1);
+    }
+    for (size_t id = 0; id < by_id_.size(); ++id) {
+      const Var* v = by_id_[id];
+      if (!v || last_[id] < 0) continue;  // untouched or shape-only: no buffer
+      BlockLiveness& bl = l.blocks[v->block->position];
+      if (!v->persistable) {
+        if (input_[id]) bl.live_on_entry.push_back(v);
+        else bl.born_at[size_t(first_write_[id])].push_back(v);
+      }
+      if (keptToEnd(*v)) continue;
+      bl.release_after[size_t(last_[id])].push_back(v);
+      bl.dies_after[id] = last_[id];
+    }
+    return l;
+  }
+
+ private:
+  const Program& p_;
+  const LivenessOptions& o_;
+  std::vector<int> depth_;
+  std::vector<std::vector<Use>> external_;  // [block position]: uses of vars declared outside its subtree
+  std::vector<uint8_t> state_;              // 0 new, 1 in progress (cycle guard), 2 done
+  // Per var id (each var belongs to one block, so one set of arrays serves every block).
+  std::vector<int32_t> last_;      // last buffer read or write, as an op index in its own block
+  std::vector<uint8_t> touched_, written_, input_;
+  std::vector<int32_t> first_write_;  // when the first use is a write: its op index
+  std::vector<const Var*> by_id_;
+
+  // The uses of block `b`'s subtree of vars declared outside it (computed once, memoised).
+  const std::vector<Use>& externalUses(const Block& b) {
+    if (state_[b.position] == 0) walk(b, nullptr);
+    return external_[b.position];
+  }
+
+  // Walks block `b`: records its own vars' uses (when `out` is given: the first walk of each
+  // block always gets one from run(), or is a nested call whose results run() then reuses), and
+  // collects the uses it passes up to its parent.
+  void walk(const Block& b, BlockLiveness* out) {
+    if (state_[b.position] == 2) {
+      if (out && !out->block) fill(b, out);
+      return;
+    }
+    if (state_[b.position] == 1) return;  // a cycle of sub_block attrs: the verifier reports it
+    state_[b.position] = 1;
+    pending_[&b] = BlockLiveness{};
+    BlockLiveness& bl = pending_[&b];
+    bl.block = &b;
+    bl.release_after.resize(b.ops.size());
+    bl.born_at.resize(b.ops.size());
+    std::vector<Use> ext;
+    std::unordered_map<const Var*, size_t> ext_at;  // index in ext
+    int32_t i = 0;
+    auto use = [&](const Var* v, uint8_t kind) {
+      if (v->block == &b) {
+        by_id_[v->id] = v;
+        if (!touched_[v->id]) {
+          if (kind & kWrite) first_write_[v->id] = i;
+          else bl.inputs.push_back(v), input_[v->id] = 1;
+        }
+        touched_[v->id] = 1;
+        if (kind & kWrite) written_[v->id] = 1;
+        if (kind & (kRead | kWrite)) last_[v->id] = i;
+      } else if (depth_[v->block->position] < depth_[b.position]) {
+        auto [it, fresh] = ext_at.try_emplace(v, ext.size());
+        if (fresh) ext.push_back({v, 0});
+        ext[it->second].kinds |= kind;
+      }
+    };
+    for (const Op& op : b.ops) {
+      for (const Slot& s : op.inputs) {
+        uint8_t kind = !o_.no_need_buffer || readsBuffer(op, s.name) ? kRead : kShapeRead;
+        for (const Arg& a : s.args)
+          if (a.var) use(a.var, kind);
+      }
+      for (const Slot& s : op.outputs)
+        for (const Arg& a : s.args)
+          if (a.var) use(a.var, kWrite);
+      for (int64_t idx : subBlocksOf(op)) {
+        const Block* sub = p_.block(idx);
+        if (!sub || sub == &b) continue;
+        // Reads before writes within the sub-block: a read-write of an outer var counts as a read
+        // first (conservative for inputs).
+        for (const Use& u : externalUses(*sub)) {
+          if (u.kinds & (kRead | kShapeRead)) use(u.var, u.kinds & kRead ? kRead : kShapeRead);
+          if (u.kinds & kWrite) use(u.var, kWrite);
+        }
+      }
+      ++i;
+    }
+    external_[b.position] = std::move(ext);
+    state_[b.position] = 2;
+    if (out) fill(b, out);
+  }
+
+  void fill(const Block& b, BlockLiveness* out) {
+    auto it = pending_.find(&b);
+    *out = std::move(it->second);
+    pending_.erase(it);
+  }
+
+  // Results of blocks walked first as sub-blocks, until run() asks for them. Node-based: a nested
+  // walk inserts while an outer one holds a reference.
+  std::unordered_map<const Block*, BlockLiveness> pending_;
+};
+
+}  // namespace
+
+bool keptToEnd(const Var& v) { return v.persistable || v.block->program->fetches(v.name); }
+
+const Block* entryBlockOf(const Program& p) {
+  for (const auto& b : p.blocks)
+    if (b->parent_idx < 0) return b.get();
+  return p.blocks.empty() ? nullptr : p.blocks.front().get();
+}
+
+const BlockLiveness& Liveness::entry() const {
+  for (const auto& b : blocks)
+    if (b.block && b.block->parent_idx < 0) return b;
+  return blocks.front();
+}
+
+Liveness computeProgramLiveness(const Program& p, const LivenessOptions& o) {
+  if (p.blocks.empty()) return {};
+  return LivenessBuilder(p, o).run();
+}
+
+}  // namespace spopt

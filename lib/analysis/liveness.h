@@ -1,0 +1,57 @@
+#pragma once
+// Buffer liveness of a program, for every block: after which op each var's buffer dies. Replay
+// (runtime/executor.cpp, nccl/device_executor.cpp) releases buffers by it, and the memory profile
+// (analysis/memory.h) sums live bytes by it: one computation, linear in program size.
+//
+// Rules, per block B, for the vars declared in B (a var declared in an outer block is the outer
+// block's business: a sub-block may run many times):
+//  - A use at op i is a read or a write by op i. An op owning sub-blocks (attr `sub_block`: a
+//    block idx, or `blocks`: an array of them) uses, at its own position, every var its sub-blocks
+//    (recursively) read or write that is declared outside them.
+//  - A read through a no-need-buffer slot (analysis/no_need_buffer.h) is not a buffer read. With
+//    LivenessOptions::no_need_buffer (the default), a var's buffer dies after its last buffer read
+//    or write; later shape-only reads do not keep it. A var that is only ever read shape-only has
+//    no buffer at all and is not listed. Without the option every read counts.
+//  - Vars that are read before any write in B are B's inputs (in order of first read); the entry
+//    block's inputs are the program inputs. They die like any other var.
+//  - Persistable vars and the program's fetched vars never die (not listed).
+#include <cstdint>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace spopt {
+
+struct LivenessOptions {
+  bool no_need_buffer = true;  // shape-only reads do not keep a buffer alive
+};
+
+struct BlockLiveness {
+  const Block* block = nullptr;
+  // [i]: the vars whose buffer dies after op i of the block (the op's index in block->ops).
+  std::vector<std::vector<const Var*>> release_after;
+  // Vars of this block read before written, in order of first read.
+  std::vector<const Var*> inputs;
+  // [i]: non-persistable vars whose buffer first appears at op i (first use is a write).
+  std::vector<std::vector<const Var*>> born_at;
+  // Non-persistable inputs that have a buffer (some op reads their data), in var id order.
+  std::vector<const Var*> live_on_entry;
+  // [Var::id] -> index of the op after which it dies, -1 when it never does (persistable, fetched,
+  // untouched, declared in another block, or shape-only): O(1) lookups for passes.
+  std::vector<int32_t> dies_after;
+};
+
+struct Liveness {
+  std::vector<BlockLiveness> blocks;  // by Block::position
+  const BlockLiveness& of(const Block& b) const { return blocks[b.position]; }
+  const BlockLiveness& entry() const;  // the block with parent_idx < 0 (or the first)
+};
+
+// The entry block: the one with parent_idx < 0, else the first block. Empty programs: null.
+const Block* entryBlockOf(const Program& p);
+// One walk over every op of every block (plus one over each block's vars).
+Liveness computeProgramLiveness(const Program& p, const LivenessOptions& o = {});
+// A var that never dies: persistable or fetched by its program.
+bool keptToEnd(const Var& v);
+
+}  // namespace spopt

@@ -1,0 +1,120 @@
+#pragma once
+// The order in which each member rank issues collectives on each ring, aligned across ranks: the
+// one alignment the verifier, the fuse pass and the passes that insert or move collectives share.
+//
+// NCCL pairs collectives across the ranks of a ring by order of issue. A program issues them in
+// blocks order, then ops order (collectivesByRing, analysis/collectives.h); c_identity does not
+// communicate and is not counted. Collective #k of a ring on one rank pairs with #k on every other
+// member: its aligned position k. A change at position k must happen on every member or on none.
+//
+// Build a RingOrder once per job (linear: one walk over every op); it views the job, so rebuild it
+// after changing the job (positions used by the insertion check come from Block::indexOf).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/collectives.h"
+#include "ir/ir.h"
+
+namespace spopt {
+
+// What must match across ranks at an aligned position (what the verifier compares): kind, reduce
+// op, and the input's dtype and element count.
+struct CollectiveSig {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  ReduceOp reduce = ReduceOp::Sum;
+  DType dtype = DType::Float32;
+  int64_t numel = -1;  // -1: unknown (no input, or an unknown dim); never matches
+  bool operator==(const CollectiveSig& o) const {
+    return kind == o.kind && reduce == o.reduce && dtype == o.dtype && numel == o.numel && numel >= 0;
+  }
+};
+// The signature of a communicating collective op (std::logic_error for any other op).
+CollectiveSig signatureOf(const Op& op);
+// "all-reduce float32[4096]", for messages.
+std::string describeSig(const CollectiveSig& s);
+// "ring 0 [0,1]": the ring and its member ranks, as the fuse pass's messages write it.
+std::string ringText(const ProcessGroup& g);
+
+struct RingIssuer {
+  const Program* program = nullptr;
+  std::vector<const Op*> ops;  // its communicating collectives on the ring, in issue order
+};
+
+struct Ring {
+  int64_t ring_id = 0;
+  const ProcessGroup* group = nullptr;  // null: ops name a ring the job has no group for
+  // Member ranks (group order) whose program is in the job, each with its ops (possibly none).
+  std::vector<RingIssuer> members;
+  std::vector<int64_t> absent;  // member ranks with no program in the job
+  // Every program issuing on the ring, in job order (members or not): what the verifier compares.
+  std::vector<RingIssuer> issuers;
+  size_t length() const;  // the most collectives any present member issues on it
+};
+
+struct RingPlace {
+  int64_t ring_id = 0;
+  size_t k = 0;  // aligned position: the op is collective #k of its program on the ring
+};
+
+// The rule "a change at aligned position k happens on every member rank or on none".
+struct Agreement {
+  bool agree = true;
+  int64_t blocker_rank = 0;  // the first member (group order) that refuses, when !agree
+  std::string why;           // its reason
+};
+// Asks `refuses` for each present member's op at position k, in group order, and stops at the
+// first refusal. A member that issues no collective #k refuses with "it issues no collective #k"
+// (`refuses` is not called). `refuses` returns the reason, or nullopt when the member can change.
+// Absent members (Ring::absent) cannot be asked: callers note them (the fuse pass's
+// "peers-absent"). This is fuse-allreduce-split's decidePosition rule.
+using MemberCheck = std::function<std::optional<std::string>(const RingIssuer& member, const Op& op_at_k)>;
+Agreement agreeAt(const Ring& ring, size_t k, const MemberCheck& refuses);
+
+// A collective a member rank would insert before `before` (an op of its program, any block; the
+// new op lands after every ring collective issued before `before`). Several before the same op go
+// in list order.
+struct PlannedCollective {
+  const Op* before = nullptr;
+  CollectiveSig sig;
+};
+struct Divergence {
+  bool ok = true;
+  int64_t rank = 0;      // the first member (group order) whose new order differs from the first member's
+  int64_t ref_rank = 0;  // the first present member, the reference
+  size_t k = 0;          // the first aligned position that differs
+  std::string what;      // "rank 0 issues all-reduce float32[8] at #3, rank 1 issues all-gather float32[8]"
+};
+
+class RingOrder {
+ public:
+  explicit RingOrder(const Job& job);
+
+  const std::vector<Ring>& rings() const { return rings_; }  // ascending ring id
+  const Ring* ring(int64_t ring_id) const;                    // null when no op or group names it
+  // The op's ring and aligned position; nullopt for ops that are not communicating collectives.
+  // O(1).
+  std::optional<RingPlace> placeOf(const Op& op) const;
+  // A program's ring -> ops in issue order (what collectivesByRing returns for it).
+  const std::map<int64_t, std::vector<const Op*>>& byRing(const Program& p) const { return by_program_[p.position]; }
+
+  // "If each member inserts these collectives, is the ring's order still the same on every
+  // member?" `per_rank`: member rank -> its insertions (members not named insert nothing).
+  Divergence checkInsertions(int64_t ring_id, const std::map<int64_t, std::vector<PlannedCollective>>& per_rank) const;
+  // "If each member issues its ring collectives in this new order, is the order still identical?"
+  // `per_rank`: member rank -> every ring collective of it, in its new issue order; members not
+  // named keep their order.
+  Divergence checkOrder(int64_t ring_id, const std::map<int64_t, std::vector<const Op*>>& per_rank) const;
+
+ private:
+  Divergence compare(const Ring& r, const std::vector<std::pair<int64_t, std::vector<CollectiveSig>>>& seqs) const;
+  std::vector<Ring> rings_;
+  std::map<int64_t, size_t> index_;                             // ring id -> rings_ index
+  std::vector<std::map<int64_t, std::vector<const Op*>>> by_program_;  // [program position]
+  std::vector<std::vector<int32_t>> k_of_;                      // [program position][op id] -> k, -1
+};
+
+}  // namespace spopt

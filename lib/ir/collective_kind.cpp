@@ -1,0 +1,27 @@
+#include "ir/collective_kind.h"
+
+namespace spopt {
+
+std::string_view collectiveOpType(CollectiveKind k, bool legacy) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return legacy ? "c_allreduce_sum" : "all_reduce";
+    case CollectiveKind::ReduceScatter: return legacy ? "c_reducescatter" : "reduce_scatter";
+    case CollectiveKind::AllGather: return legacy ? "c_allgather" : "all_gather";
+    case CollectiveKind::Broadcast: return legacy ? "c_broadcast" : "broadcast";
+    case CollectiveKind::Identity: return "c_identity";
+  }
+  return "";
+}
+
+std::string_view legacyAllReduceType(ReduceOp r) {
+  switch (r) {
+    case ReduceOp::Sum: return "c_allreduce_sum";
+    case ReduceOp::Max: return "c_allreduce_max";
+    case ReduceOp::Min: return "c_allreduce_min";
+    case ReduceOp::Prod: return "c_allreduce_prod";
+    case ReduceOp::Avg: return "";
+  }
+  return "";
+}
+
+}  // namespace spopt

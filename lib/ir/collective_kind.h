@@ -1,0 +1,19 @@
+#pragma once
+// The kinds of collective ops and their spellings in the two dialects of format v1: legacy
+// (`c_allreduce_sum`, `c_reducescatter`, ... with slots X/Out) and current (`all_reduce`,
+// `reduce_scatter`, ... with slots x/out and all-reduce's `reduce_type` attr). In lib/ir so that the
+// op builder (ir/op_builder.h) can make collectives; analysis/collectives.h reads them back.
+#include <string_view>
+
+namespace spopt {
+
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity };
+enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
+
+// The op type for a kind in a dialect ("c_reducescatter" / "reduce_scatter", ...); an all-reduce
+// is "c_allreduce_sum" / "all_reduce" (legacy spells other reductions in the type: see below).
+std::string_view collectiveOpType(CollectiveKind k, bool legacy);
+// The legacy all-reduce type of a reduction ("c_allreduce_max", ...); "" for Avg (no legacy op).
+std::string_view legacyAllReduceType(ReduceOp r);
+
+}  // namespace spopt

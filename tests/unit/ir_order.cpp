@@ -1,0 +1,150 @@
+// Op order in a block: moveOp keeps identity and def-use; cached positions follow every edit; the
+// op builder makes collectives in either dialect; phase and stream accessors.
+#include <catch2/catch.hpp>
+
+#include "io/loader.h"
+#include "io/writer.h"
+#include "ir/op_builder.h"
+#include "ir/op_role.h"
+
+using namespace spopt;
+
+namespace {
+// a -> relu -> b -> relu -> c -> scale -> d, then c_allreduce_sum d -> e (legacy dialect).
+const char* kJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
+ "process_groups":[{"ring_id":0,"ranks":[0,1]}],
+ "programs":[{"rank":0,"fetch":["e"],"blocks":[{"idx":0,"parent_idx":-1,
+  "vars":[{"name":"a","shape":[4,8],"dtype":"float32","dist_attr":{"dims_mapping":[-1,-1],"chunk_id":0}},
+          {"name":"b","shape":[4,8],"dtype":"float32"},{"name":"c","shape":[4,8],"dtype":"float32"},
+          {"name":"d","shape":[4,8],"dtype":"float32"},{"name":"e","shape":[4,8],"dtype":"float32"}],
+  "ops":[{"type":"relu","inputs":{"X":["a"]},"outputs":{"Out":["b"]},"attrs":{"op_role":0}},
+         {"type":"relu","inputs":{"X":["b"]},"outputs":{"Out":["c"]},"attrs":{"op_role":1}},
+         {"type":"scale","inputs":{"X":["c"]},"outputs":{"Out":["d"]},"attrs":{"op_role":257,"scale":2.0}},
+         {"type":"c_allreduce_sum","inputs":{"X":["d"]},"outputs":{"Out":["e"]},"attrs":{"ring_id":0,"op_role":18},
+          "dist_attr":{"execution_stream":"comm","event_to_record":"ev1","events_to_wait":["ev0"],"stream_priority":-1,"scheduling_priority":3}}]}]}]})";
+
+std::vector<Op*> opsOf(Block& b) {
+  std::vector<Op*> v;
+  for (Op& o : b.ops) v.push_back(&o);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("moveOp keeps id, address and def-use; positions follow", "[ir][order]") {
+  auto job = loadJobFromText(kJob, "t.json");
+  Block& b = *job->programs[0]->blocks[0];
+  auto ops = opsOf(b);
+  Op* scale = ops[2];
+  uint32_t id = scale->id;
+  Var* c = b.lookup("c");
+  Var* d = b.lookup("d");
+  CHECK(b.indexOf(scale) == 2);
+  CHECK(b.isBefore(ops[1], scale));
+
+  b.moveOp(scale, ops[0]->self);  // to the front
+  CHECK(&b.ops.front() == scale);
+  CHECK(scale->id == id);
+  CHECK(scale->self == b.ops.begin());
+  REQUIRE(c->readers.size() == 1);
+  CHECK(c->readers[0] == scale);
+  REQUIRE(d->writers.size() == 1);
+  CHECK(d->writers[0] == scale);
+  CHECK(b.indexOf(scale) == 0);
+  CHECK(b.indexOf(ops[0]) == 1);
+  CHECK(b.indexOf(ops[1]) == 2);
+  CHECK(b.indexOf(ops[3]) == 3);
+  CHECK(b.isBefore(scale, ops[0]));
+  CHECK_FALSE(b.isBefore(ops[1], scale));
+
+  b.moveOp(scale, b.ops.end());  // to the back
+  CHECK(b.indexOf(scale) == 3);
+  CHECK(b.indexOf(ops[3]) == 2);
+  b.moveOp(scale, scale->self);  // no-op
+  CHECK(b.indexOf(scale) == 3);
+
+  // Positions after an insert and an erase.
+  OpBuilder ob(b);
+  Var* f = ob.freshVar("e", {4, 8}, DType::Float32, b.lookup("a"));
+  CHECK(f->name == "e_1");
+  CHECK(f->dimsMapping() == std::vector<int64_t>{-1, -1});
+  Op* n = ob.compute("relu").input("X", {c}).output("Out", {f}).phase(Phase::Backward).insertBefore(*ops[0]);
+  CHECK(b.indexOf(n) == 0);
+  CHECK(b.indexOf(scale) == 4);
+  CHECK(n->id == 4);
+  b.eraseOp(n);
+  CHECK(b.indexOf(scale) == 3);
+  CHECK(c->readers.size() == 1);  // the scale (the inserted relu is gone)
+}
+
+TEST_CASE("op builder makes collectives in the program's dialect", "[ir][builder]") {
+  auto job = loadJobFromText(kJob, "t.json");
+  Block& b = *job->programs[0]->blocks[0];
+  auto ops = opsOf(b);
+  CHECK(usesLegacyCollectives(*job->programs[0], false));
+  OpBuilder ob(b);
+  Var* x = b.lookup("c");
+  Var* part = ob.freshVar("c.part", {2, 8}, DType::Float32, b.lookup("a"), {0, -1});
+  CHECK(part->dimsMapping() == std::vector<int64_t>{0, -1});
+  Op* rs = ob.collective({CollectiveKind::ReduceScatter, 0, 2, true}, x, part)
+               .copyAttrs(*ops[3], {"op_role", "op_namescope"})
+               .copyDistAttr(b.lookup("a")->dist_attr, {"process_mesh", "chunk_id"})
+               .stream("default")
+               .insertBefore(*ops[3]);
+  CHECK(rs->type == "c_reducescatter");
+  CHECK(rs->in("X") == x);
+  CHECK(rs->out("Out") == part);
+  CHECK(rs->attrs.getInt("nranks") == 2);
+  CHECK(rs->attrs.getInt("op_role") == 18);
+  CHECK(rs->dist_attr.getInt("chunk_id") == 0);
+  CHECK(rs->executionStream() == "default");
+  CHECK(part->writers.size() == 1);
+
+  Var* y = ob.freshVar("y", {4, 8}, DType::Float32);
+  Op* ar = ob.collective({CollectiveKind::AllReduce, 0, 2, false, ReduceOp::Max}, x, y).insertBefore(*ops[3]);
+  CHECK(ar->type == "all_reduce");
+  CHECK(ar->in("x") == x);
+  CHECK(ar->attrs.getInt("reduce_type") == 1);
+  Var* z = ob.freshVar("y", {4, 8}, DType::Float32);
+  CHECK(z->name == "y_1");
+  CHECK(ob.collective({CollectiveKind::AllReduce, 0, 2, true, ReduceOp::Max}, x, z).op().type == "c_allreduce_max");
+  CHECK_THROWS_AS(ob.collective({CollectiveKind::AllReduce, 0, 2, true, ReduceOp::Avg}, x, z), std::logic_error);
+
+  Op* k = ob.compute("scale").input("X", {x}).output("Out", {z}).attrDouble("scale", 1.0).attrBool("bias_after_scale", true)
+              .attrString("s", "t").attrInts("axis", {0, 1}).attrInt("n", 3).insertAt(b, b.ops.end());
+  CHECK(std::string(*k->attrs.find("scale")) == "1.0");
+  CHECK(std::string(*k->attrs.find("axis")) == "[0,1]");
+  CHECK(k->attrs.getString("s") == "t");
+  // The edited job writes and reloads.
+  auto text = jobToString(*job);
+  auto again = loadJobFromText(text, "t2.json");
+  CHECK(again->programs[0]->blocks[0]->ops.size() == 7);
+}
+
+TEST_CASE("phase and stream accessors", "[ir][role]") {
+  auto job = loadJobFromText(kJob, "t.json");
+  Block& b = *job->programs[0]->blocks[0];
+  auto ops = opsOf(b);
+  CHECK(phaseOf(*ops[0]) == Phase::Forward);
+  CHECK(phaseOf(*ops[1]) == Phase::Backward);
+  CHECK(phaseOf(*ops[2]) == Phase::LossGrad);
+  CHECK(phaseOf(*ops[3]) == Phase::Optimize);  // 18 = Optimize | LRSched
+  CHECK(phaseOfRole(256) == Phase::Loss);
+  CHECK(phaseOfRole(3) == Phase::Unknown);
+  CHECK(ops[3]->executionStream() == "comm");
+  CHECK(eventToRecord(*ops[3]) == "ev1");
+  CHECK(eventsToWait(*ops[3]) == std::vector<std::string>{"ev0"});
+  CHECK(streamPriority(*ops[3]) == -1);
+  CHECK(schedulingPriority(*ops[3]) == 3);
+  CHECK(eventToRecord(*ops[0]).empty());
+  setExecutionStream(*ops[0], *job, "calc");
+  setEventToRecord(*ops[0], *job, "e9");
+  setEventsToWait(*ops[0], *job, {"a", "b"});
+  setStreamPriority(*ops[0], *job, 1);
+  setSchedulingPriority(*ops[0], *job, 7);
+  setPhase(*ops[0], *job, Phase::Loss);
+  CHECK(ops[0]->executionStream() == "calc");
+  CHECK(eventsToWait(*ops[0]) == std::vector<std::string>{"a", "b"});
+  CHECK(schedulingPriority(*ops[0]) == 7);
+  CHECK(phaseOf(*ops[0]) == Phase::Loss);
+  CHECK_FALSE(isOrderingOp(*ops[0]));
+}
