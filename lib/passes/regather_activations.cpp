@@ -13,12 +13,12 @@
 //     largest gathered tensors first; with budget=, positions stop once every member is under it;
 //  4. the final insertion set is checked with RingOrder::checkInsertions per ring; a divergence
 //     (not expected after step 2) refuses every re-gather of that ring.
-// The new op: same type (dialect), attrs and dist_attr (so the same execution_stream) as the
-// forward all-gather, op_role backward, output a fresh var `G@regather` of G's shape declared in the
-// insertion block. Every backward buffer reader of G reads it instead; shape-only readers keep G.
+// The rewrite (rewriteRegather): same type, attrs and dist_attr (so execution_stream) as the forward
+// all-gather, op_role backward, a fresh `G@regather` in the insertion block read by G's backward
+// buffer readers (shape-only readers keep G).
 //
-// Linear: one walk over every op to find candidates; O(uses) per candidate; O(ring length) per
-// ring check; auto adds O(ops) per rank for the profile and O(log ops) per tentative decision.
+// Linear: one walk over the ops, O(uses) per candidate, O(ring length) per ring check; auto adds
+// O(ops) per rank (one profile) and O(log ops) per tentative decision.
 #include <algorithm>
 
 #include "analysis/memory.h"
@@ -39,11 +39,7 @@ struct Candidate {
   bool regather = false;
   std::string code, reason, note_code, note;
   bool ok() const { return res.match.has_value(); }
-  void refuse(std::string c, std::string r) {
-    regather = false;
-    code = std::move(c);
-    reason = std::move(r);
-  }
+  void refuse(std::string c, std::string r) { regather = false, code = std::move(c), reason = std::move(r); }
 };
 
 struct Position {  // one aligned ring position: the candidate on each member
@@ -98,7 +94,7 @@ class RegatherActivations final : public Pass {
     if (opts_.mode == "auto") decideByMemory(positions);
     checkRings(rings, positions);
 
-    int64_t freed = 0, regathers = 0;
+    int64_t freed = 0, regathers = 0, kept = 0;
     for (Candidate& c : cands_) {
       ctx.countCandidate();
       ExplainRecord r;
@@ -115,6 +111,7 @@ class RegatherActivations final : public Pass {
       ctx.countRewritten();
       ++regathers;
       freed += varBytes(*c.res.match->gathered);
+      noteShardKept(c, kept);
       if (!c.note_code.empty()) {
         r.code = c.note_code;
         r.reason = c.note;
@@ -125,10 +122,11 @@ class RegatherActivations final : public Pass {
     int64_t peak_before = 0, peak_after = 0;
     for (auto& p : job.programs) peak_before = std::max(peak_before, profileMemory(*p, 0).peak_bytes);
     for (Candidate& c : cands_)
-      if (c.regather) rewrite(*c.res.match);
+      if (c.regather) rewriteRegather(*c.res.match);
     for (auto& p : job.programs) peak_after = std::max(peak_after, profileMemory(*p, 0).peak_bytes);
     ctx.stats.figures["regathers"] += regathers;
     ctx.stats.figures["gathered-bytes-released-early"] += freed;
+    ctx.stats.figures["shard-bytes-kept-alive"] += kept;
     ctx.stats.figures["max-rank-peak-bytes-before"] = peak_before;
     ctx.stats.figures["max-rank-peak-bytes-after"] = peak_after;
     return true;
@@ -209,14 +207,16 @@ class RegatherActivations final : public Pass {
     return it->second;
   }
 
-  // The model's change for one candidate (sign +1 to apply, -1 to undo).
-  void applyModel(RankMemory& mem, const RegatherMatch& m, int sign) {
-    const auto& dies = mem.live.entry().dies_after;
-    int64_t g = varBytes(*m.gathered), s = varBytes(*m.shard);
-    int64_t g_death = dies[m.gathered->id] < 0 ? int64_t(1) << 40 : dies[m.gathered->id];
-    mem.tree->add(m.last_fwd_at + 1, g_death, -sign * g);
-    mem.tree->add(m.insert_at, m.last_bwd_at, sign * g);
-    if (dies[m.shard->id] >= 0) mem.tree->add(dies[m.shard->id] + 1, m.insert_at, sign * s);
+  // A shard whose buffer died before the re-gather now lives until it: a caveat, and its cost.
+  void noteShardKept(Candidate& c, int64_t& kept) {
+    const RegatherMatch& m = *c.res.match;
+    if (m.ag_at < 0 || !c.note_code.empty()) return;
+    int32_t dies = memoryOf(*c.program).live.entry().dies_after[m.shard->id];
+    if (dies < 0 || dies >= m.insert_at) return;
+    kept += varBytes(*m.shard);
+    c.note_code = "shard-kept-alive";
+    c.note = std::string(m.shard->name) + " (" + std::to_string(varBytes(*m.shard)) + " bytes) died after op " +
+             std::to_string(dies) + "; it now lives until the re-gather before op " + std::to_string(m.insert_at);
   }
 
   void decideByMemory(std::vector<Position>& positions) {
@@ -236,7 +236,7 @@ class RegatherActivations final : public Pass {
       if (!modelled || !over_budget) continue;
       std::vector<int64_t> before;
       for (Candidate* c : pos.members) before.push_back(memoryOf(*c->program).tree->peak());
-      for (Candidate* c : pos.members) applyModel(memoryOf(*c->program), *c->res.match, +1);
+      for (Candidate* c : pos.members) applyRegatherModel(*memoryOf(*c->program).tree, memoryOf(*c->program).live.entry().dies_after, *c->res.match, +1);
       bool raised = false, lowered = false;
       int64_t raised_rank = 0;
       for (size_t i = 0; i < pos.members.size(); ++i) {
@@ -245,7 +245,7 @@ class RegatherActivations final : public Pass {
         lowered = lowered || after < before[i];
       }
       if (raised || !lowered) {
-        for (Candidate* c : pos.members) applyModel(memoryOf(*c->program), *c->res.match, -1);
+        for (Candidate* c : pos.members) applyRegatherModel(*memoryOf(*c->program).tree, memoryOf(*c->program).live.entry().dies_after, *c->res.match, -1);
         refuseAll("peak-not-lowered", raised ? "re-gathering would raise rank " + std::to_string(raised_rank) + "'s peak memory"
                                              : "re-gathering lowers no member rank's peak memory");
       }
@@ -273,24 +273,6 @@ class RegatherActivations final : public Pass {
       for (auto& [rank, list] : per_rank)
         for (auto& [k, c] : list) c->refuse("ring-order", "ring order would differ on rank " + std::to_string(d.rank) + ": " + d.what);
     }
-  }
-
-  void rewrite(const RegatherMatch& m) {
-    Op& ag = *m.allgather;
-    Block& blk = *m.insert_before->block;
-    OpBuilder b(blk);
-    Var* g = m.gathered;
-    Var* fresh = b.freshVar(std::string(g->name) + "@regather", g->shape, g->dtype, g);
-    // nranks 0: the attrs, nranks included when present, come from the forward all-gather.
-    NewOp op = b.collective({CollectiveKind::AllGather, m.coll.ring_id, 0, m.coll.legacy}, m.shard, fresh);
-    for (const Member& a : ag.attrs.items()) op.attrRaw(a.key, a.raw);
-    op.phase(Phase::Backward);
-    if (ag.hasDistAttr()) op.copyDistAttr(ag.dist_attr);
-    op.insertBefore(*m.insert_before);
-    for (Op* r : m.backward_readers)
-      for (Slot& s : r->inputs)
-        for (size_t i = 0; i < s.args.size(); ++i)
-          if (s.args[i].var == g) setInputArg(*r, s.name, i, fresh);
   }
 };
 

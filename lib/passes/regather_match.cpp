@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "analysis/liveness.h"
+#include "analysis/memory.h"
 #include "analysis/no_need_buffer.h"
+#include "ir/op_builder.h"
 #include "ir/op_role.h"
 
 namespace spopt {
@@ -128,6 +130,31 @@ RegatherResult matchRegather(Op& ag, const Collective& coll, const BlockOwners& 
   r.candidate = true;
   r.match = std::move(m);
   return r;
+}
+
+void applyRegatherModel(LiveBytesTree& tree, const std::vector<int32_t>& dies, const RegatherMatch& m, int sign) {
+  int64_t g = varBytes(*m.gathered), s = varBytes(*m.shard);
+  int64_t g_death = dies[m.gathered->id] < 0 ? int64_t(1) << 40 : dies[m.gathered->id];
+  tree.add(m.last_fwd_at + 1, g_death, -sign * g);
+  tree.add(m.insert_at, m.last_bwd_at, sign * g);
+  if (dies[m.shard->id] >= 0) tree.add(dies[m.shard->id] + 1, m.insert_at, sign * s);
+}
+
+void rewriteRegather(const RegatherMatch& m) {
+  Op& ag = *m.allgather;
+  OpBuilder b(*m.insert_before->block);
+  Var* g = m.gathered;
+  Var* fresh = b.freshVar(std::string(g->name) + "@regather", g->shape, g->dtype, g);
+  // nranks 0: the attrs, nranks included when present, come from the forward all-gather.
+  NewOp op = b.collective({CollectiveKind::AllGather, m.coll.ring_id, 0, m.coll.legacy}, m.shard, fresh);
+  for (const Member& a : ag.attrs.items()) op.attrRaw(a.key, a.raw);
+  op.phase(Phase::Backward);
+  if (ag.hasDistAttr()) op.copyDistAttr(ag.dist_attr);
+  op.insertBefore(*m.insert_before);
+  for (Op* r : m.backward_readers)
+    for (Slot& s : r->inputs)
+      for (size_t i = 0; i < s.args.size(); ++i)
+        if (s.args[i].var == g) setInputArg(*r, s.name, i, fresh);
 }
 
 }  // namespace spopt

@@ -25,6 +25,7 @@
 #include "analysis/collectives.h"
 #include "ir/ir.h"
 #include "passes/allreduce_split_match.h"  // Refusal
+#include "passes/regather_memory.h"
 
 namespace spopt {
 
@@ -64,5 +65,12 @@ struct RegatherResult {
 bool isBackwardOp(const Op& op);
 
 RegatherResult matchRegather(Op& allgather, const Collective& coll, const BlockOwners& owners, bool explaining);
+
+// Applies (sign +1) or undoes (-1) one re-gather in a rank's memory model (regather_memory.h);
+// `dies`: the entry block's BlockLiveness::dies_after. Only for matches with ag_at >= 0.
+void applyRegatherModel(LiveBytesTree& tree, const std::vector<int32_t>& dies, const RegatherMatch& m, int sign);
+// The rewrite on one rank: the new all-gather (same type, attrs and dist_attr, phase backward) of
+// the shard into a fresh `G@regather` before m.insert_before; backward readers redirected to it.
+void rewriteRegather(const RegatherMatch& m);
 
 }  // namespace spopt
