@@ -137,7 +137,7 @@ void applyRegatherModel(LiveBytesTree& tree, const std::vector<int32_t>& dies, c
   int64_t g_death = dies[m.gathered->id] < 0 ? int64_t(1) << 40 : dies[m.gathered->id];
   tree.add(m.last_fwd_at + 1, g_death, -sign * g);
   tree.add(m.insert_at, m.last_bwd_at, sign * g);
-  if (dies[m.shard->id] >= 0) tree.add(dies[m.shard->id] + 1, m.insert_at, sign * s);
+  if (dies[m.shard->id] >= 0) tree.add(dies[m.shard->id] + 1, m.insert_at - 1, sign * s);
 }
 
 void rewriteRegather(const RegatherMatch& m) {

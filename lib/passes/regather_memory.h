@@ -8,9 +8,10 @@
 // ag <= last_fwd < insert <= last_bwd and S's old death d_s, changes the live bytes by
 //   -g on (last_fwd, death(G)]   G now dies after its last forward use
 //   +g on [insert, last_bwd]     N lives from the re-gather to its last backward reader
-//   +s on (d_s, insert]          S must live until the re-gather (nothing when it already does)
-// The new op's own slot is folded into the op it precedes. The pass re-profiles the rewritten
-// program at the end, which is what --stats reports.
+//   +s on (d_s, insert)          S must live until the re-gather (nothing when it already does)
+// The new op's own slot is not modelled: it holds S, N and what is live before the op it precedes,
+// which is at most that op's slot plus S. The pass re-profiles the rewritten program at the end
+// (the peaks --stats reports).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
