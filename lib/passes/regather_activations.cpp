@@ -120,7 +120,7 @@ class RegatherActivations final : public Pass {
     }
     if (regathers == 0) return false;
     int64_t peak_before = 0, peak_after = 0;
-    for (auto& p : job.programs) peak_before = std::max(peak_before, profileMemory(*p, 0).peak_bytes);
+    for (auto& p : job.programs) peak_before = std::max(peak_before, memoryOf(*p).peak_before);
     for (Candidate& c : cands_)
       if (c.regather) rewriteRegather(*c.res.match);
     for (auto& p : job.programs) peak_after = std::max(peak_after, profileMemory(*p, 0).peak_bytes);

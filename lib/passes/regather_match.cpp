@@ -14,6 +14,7 @@ BlockOwners::BlockOwners(const Program& p) : owner_(p.blocks.size(), nullptr) {
   auto own = [&](int64_t idx, const Op& op) {
     if (const Block* b = p.block(idx); b && b != op.block && !owner_[b->position]) owner_[b->position] = &op;
   };
+  if (p.blocks.size() < 2) return;  // no sub-blocks: skip reading every op's attrs
   for (const auto& b : p.blocks)
     for (const Op& op : b->ops) {
       if (auto v = op.attrs.getInt("sub_block")) own(*v, op);
