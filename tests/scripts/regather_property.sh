@@ -41,6 +41,21 @@ for spec in "${cases[@]}"; do
   echo "ok: $spec: $want re-gathers, check passed (local$([ $have_mpi = 1 ] && echo ", mpi"))"
 done
 
+# auto never raises a rank's peak (the pass re-profiles the result: its before/after figures).
+for spec in "gpt 2 legacy" "gpt 4 current" "mlp 2 legacy"; do
+  set -- $spec
+  "$SP_OPT" gen "$1" --tp "$2" --layers 3 --sequence-parallel --dialect "$3" -o "$tmp/auto.json" > /dev/null
+  "$SP_OPT" rewrite "$tmp/auto.json" "$tmp/auto.out.json" --passes 'fuse-allreduce-split,regather-activations{mode=auto}' \
+    --report "$tmp/auto.r.json" || { bad "auto rewrite $spec"; continue; }
+  python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1]))['passes'][1]
+f = p.get('figures', {})
+if f and f['max-rank-peak-bytes-after'] > f['max-rank-peak-bytes-before']: sys.exit('peak raised: %s' % f)
+print('ok: auto $spec: %d re-gathered, peak %s -> %s' % (p['rewritten'], f.get('max-rank-peak-bytes-before'), f.get('max-rank-peak-bytes-after')))
+" "$tmp/auto.r.json" || bad "auto $spec raised the peak"
+done
+
 # Nothing to do: no sequence parallelism, so no all-gather to re-gather; the job is unchanged.
 "$SP_OPT" gen gpt --tp 2 -o "$tmp/plain.json" > /dev/null
 "$SP_OPT" rewrite "$tmp/plain.json" "$tmp/plain.out.json" --passes regather-activations --report "$tmp/plain.r.json" || bad "plain rewrite"
