@@ -105,6 +105,7 @@ class RegatherActivations final : public Pass {
       r.code = c.code;
       r.reason = c.reason;
       if (!c.regather) {
+        if (r.code.empty()) r.code = "no-ring", r.reason = "its ring_id names no ring of the job's collective order";
         ctx.refuse(std::move(r));
         continue;
       }
