@@ -67,6 +67,7 @@ class RegatherActivations final : public Pass {
   bool run(Job& job, PassContext& ctx) override {
     if (opts_.mode == "off") return false;
     const bool explaining = ctx.explaining();
+    cands_.clear(), memory_.clear();
     RingOrder rings(job);
     cand_of_.assign(job.programs.size(), {});
     for (auto& p : job.programs) {
@@ -93,7 +94,6 @@ class RegatherActivations final : public Pass {
       for (size_t k = 0; k < ring.length(); ++k) decidePosition(ring, k, positions);
     if (opts_.mode == "auto") decideByMemory(positions);
     checkRings(rings, positions);
-
     int64_t freed = 0, regathers = 0, kept = 0;
     for (Candidate& c : cands_) {
       ctx.countCandidate();
@@ -137,7 +137,7 @@ class RegatherActivations final : public Pass {
   Options opts_;
   std::vector<Candidate> cands_;
   std::vector<std::vector<int32_t>> cand_of_;  // [program position][op id] -> index in cands_, or -1
-  std::map<size_t, RankMemory> memory_;         // program position -> its model (auto only)
+  std::map<size_t, RankMemory> memory_;         // program position -> its liveness and memory model
 
   Candidate* candidateAt(const Op& op) {
     int32_t i = cand_of_[op.block->program->position][op.id];
