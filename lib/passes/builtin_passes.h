@@ -7,7 +7,8 @@
 #include "passes/registry.h"
 
 #define SPOPT_BUILTIN_PASSES(X) \
-  X(fuseAllreduceSplitPass)
+  X(fuseAllreduceSplitPass) \
+  X(regatherActivationsPass)
 
 namespace spopt {
 
