@@ -415,9 +415,12 @@ refused("fuse-refuse-split-first", each(tp_job(2), split_first), [
     "CHECK: " + explain(0, 2, "c_allreduce_sum", "split-first", "the split (op 1 (split)) runs before the all-reduce")])
 
 def events(p):
+    # The all-reduce records an event the consumer waits for: dropping it would drop that order.
+    # (An event nobody waits for goes with its op: PIR records one on every communication op.)
     find_op(p, "c_allreduce_sum")["dist_attr"]["event_to_record"] = "ar_done"
+    find_op(p, "gelu")["dist_attr"] = {"execution_stream": "default", "events_to_wait": ["ar_done"]}
 refused("fuse-refuse-stream-events", each(tp_job(2), events), [
-    "CHECK: " + explain(0, 1, "c_allreduce_sum", "stream-events", "op 1 (c_allreduce_sum) takes part in cross-stream events; fusing would drop them")])
+    "CHECK: " + explain(0, 1, "c_allreduce_sum", "stream-events", "op 1 (c_allreduce_sum) records event \"ar_done\", which other ops wait for; fusing would drop it")])
 
 def split_in_sub_block(p):
     b0 = block0(p)

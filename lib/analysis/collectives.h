@@ -1,5 +1,5 @@
 #pragma once
-// What a collective op does, independent of its dialect (legacy c_* or current), and the order in
+// What a collective op does, independent of its dialect (legacy c_*, current, or PIR pd_op.*), and the order in
 // which a program issues collectives on each ring: the order NCCL pairs them in across ranks.
 #include <cstdint>
 #include <map>
@@ -19,6 +19,7 @@ struct Collective {
   int64_t ring_id = 0;    // -1 when the attribute is missing or not an integer
   ReduceOp reduce = ReduceOp::Sum;
   bool legacy = false;    // c_* spelling, slots X/Out; else current spelling, slots x/out
+  bool pir = false;       // Paddle 3 PIR spelling (pd_op.all_reduce_, ...), slots in0/out0 (docs/pir.md)
   std::string_view in_slot, out_slot;
 };
 

@@ -84,6 +84,15 @@ Op* NewOp::insertBefore(Op& pos) { return insertAt(*pos.block, pos.self); }
 OpBuilder::OpBuilder(Block& block) : block_(block), job_(*block.program->job) {}
 
 NewOp OpBuilder::collective(const CollectiveDesc& d, Var* in, Var* out) {
+  if (d.pir) {
+    NewOp op(job_, job_.arena.store("pd_op." + std::string(collectiveOpType(d.kind, false))));
+    op.input("in0", {in}).output("out0", {out});
+    op.attrInt("ring_id", d.ring_id);
+    if (d.nranks > 0) op.attrInt("nranks", d.nranks);
+    if (d.kind == CollectiveKind::AllReduce) op.attrInt("reduce_type", static_cast<int>(d.reduce));
+    if (d.kind == CollectiveKind::Broadcast) op.attrInt("root", d.root);
+    return op;
+  }
   std::string_view type = collectiveOpType(d.kind, d.legacy);
   if (d.kind == CollectiveKind::AllReduce && d.legacy) type = legacyAllReduceType(d.reduce);
   if (type.empty()) throw std::logic_error("OpBuilder: a legacy all-reduce cannot average (no c_allreduce_avg)");

@@ -33,6 +33,7 @@ struct CollectiveDesc {
   bool legacy = true;
   ReduceOp reduce = ReduceOp::Sum;  // all-reduce only
   int64_t root = 0;                 // broadcast only
+  bool pir = false;                 // PIR spelling: "pd_op." + the current name, slots in0/out0
 };
 
 // The dialect a program writes collectives in: the first collective's (c_* = legacy); `fallback`

@@ -49,6 +49,7 @@ class Matcher {
   const AllReduceSplitEnv& env_;
   AllReduceSplitMatch m_;
   bool candidate_ = false;
+  const Op* assign_ = nullptr;  // PIR: the assign between the all-reduce and the split
   Refusal refusal_;
 
   uint32_t pos(const Op* op) const { return env_.position(op); }
@@ -88,8 +89,8 @@ class Matcher {
     m_.y = out->args[0].var;
     Var& y = *m_.y;
     // Is this all-reduce a candidate at all: is its result read by a split?
-    for (const Op* r : y.readers)
-      if (r->type == "split") candidate_ = true;
+    const Op* split = findSplit();
+    candidate_ = split != nullptr;
     if (!candidate_) {
       const Op* r = firstOther(y.readers, nullptr);
       return refuse("no-split", r ? "its result " + quoted(&y) + " is read by " + opText(r, ar.block) + ", not by a split"
@@ -114,12 +115,12 @@ class Matcher {
       return refuse("result-written", "the all-reduce result " + quoted(&y) + " is also written by " + opText(firstOther(y.writers, &ar), ar.block));
     if (isFetched(&y)) return refuse("result-fetched", "the all-reduce result " + quoted(&y) + " is fetched");
     if (y.persistable) return refuse("result-persistable", "the all-reduce result " + quoted(&y) + " is persistable");
-    const Op* split = nullptr;
-    for (const Op* r : y.readers)
-      if (r->type == "split") split = r;
-    if (const Op* other = firstOther(y.readers, split))
+    const Op* first_reader = pirAssign() ? pirAssign() : split;
+    if (const Op* other = firstOther(y.readers, first_reader))
       return refuse("result-multi-use", "the all-reduce result " + quoted(&y) + " is also read by " + opText(other, ar.block));
+    if (const Op* assign = pirAssign(); assign && !checkPirAssign(*assign, *split)) return false;
     m_.split = const_cast<Op*>(split);
+    m_.chunk_def = m_.split;
     Op& s = *m_.split;
     if (s.block != ar.block)
       return refuse("other-block", "the split is in block " + std::to_string(s.block->idx) + ", the all-reduce in block " + std::to_string(ar.block->idx));
@@ -130,8 +131,12 @@ class Matcher {
       if (!ns || ns->find("/auto_parallel/reshard") == std::string::npos)
         return refuse("not-reshard", "the split (" + opText(&s, ar.block) + ") was not inserted by resharding (reshard-only=true)");
     }
-    if (!checkSplitShape(s, n)) return false;
-    if (!checkSplitOutputs(s, position)) return false;
+    if (m_.coll.pir) {
+      if (!checkPirSplit(s, n, position)) return false;
+    } else {
+      if (!checkSplitShape(s, n)) return false;
+      if (!checkSplitOutputs(s, position)) return false;
+    }
     if (!checkKeptAccess()) return false;
     return checkStreams();
   }
@@ -220,7 +225,7 @@ class Matcher {
   // did: nothing between the two may read or write that var, and accesses from other blocks
   // cannot be placed relative to them, so they refuse too.
   bool checkKeptAccess() {
-    const Op &ar = *m_.allreduce, &s = *m_.split;
+    const Op &ar = *m_.allreduce, &s = *m_.chunk_def;
     uint32_t lo = pos(&ar), hi = pos(&s);
     for (int dir = 0; dir < 2; ++dir) {
       for (const Op* o : dir == 0 ? m_.kept->readers : m_.kept->writers) {
@@ -238,14 +243,113 @@ class Matcher {
   }
 
   // Dropping an op that records or waits for cross-stream events would drop that dependency.
+  // --- finding the split; PIR's longer chain ---
+
+  // The split reading the all-reduce result (the last such reader, as messages have always named
+  // it); in PIR a pd_op.split_with_num, read directly or through one pd_op.assign.
+  const Op* findSplit() {
+    const Op* found = nullptr;
+    for (const Op* r : m_.y->readers) {
+      if (!m_.coll.pir) {
+        if (r->type == "split") found = r;
+        continue;
+      }
+      if (r->type == "pd_op.split_with_num") return r;
+      if (Var* a = r->type == "pd_op.assign" ? r->out("out0") : nullptr)
+        for (const Op* rr : a->readers)
+          if (rr->type == "pd_op.split_with_num") {
+            assign_ = r;
+            return rr;
+          }
+    }
+    return found;
+  }
+  const Op* pirAssign() const { return assign_; }
+
+  // The assign between PIR's all-reduce and split: its result goes to the split and nowhere else.
+  bool checkPirAssign(const Op& assign, const Op& split) {
+    const Op& ar = *m_.allreduce;
+    Var* a = assign.out("out0");
+    if (assign.block != ar.block)
+      return refuse("other-block", "the assign is in block " + std::to_string(assign.block->idx) + ", the all-reduce in block " +
+                                       std::to_string(ar.block->idx));
+    if (a->writers.size() != 1)
+      return refuse("result-written", "the assigned result " + quoted(a) + " is also written by " + opText(firstOther(a->writers, &assign), ar.block));
+    if (isFetched(a)) return refuse("result-fetched", "the assigned result " + quoted(a) + " is fetched");
+    if (a->persistable) return refuse("result-persistable", "the assigned result " + quoted(a) + " is persistable");
+    if (const Op* other = firstOther(a->readers, &split))
+      return refuse("result-multi-use", "the assigned result " + quoted(a) + " is also read by " + opText(other, ar.block));
+    m_.extra_ops.push_back(const_cast<Op*>(&assign));
+    m_.extra_vars.push_back(a);
+    return true;
+  }
+
+  // pd_op.split_with_num(data, axis) {num} -> a vector, read only by builtin.slice {index} ops, of
+  // which exactly one is used: the rank's chunk.
+  bool checkPirSplit(const Op& s, int64_t n, int position) {
+    Var* axis_var = s.in("in1");
+    if (!s.in("in0") || !axis_var || s.outputCount("out0") != 1)
+      return refuse("malformed", "the split (" + opText(&s, s.block) + ") needs operands in0 (data) and in1 (axis) and one result");
+    const Op* full = axis_var->writers.size() == 1 ? axis_var->writers[0] : nullptr;
+    const auto* value = full && full->type == "pd_op.full" ? full->attrs.find("value") : nullptr;
+    auto axis_num = value ? rawToNumber(*value) : std::nullopt;
+    if (!axis_num || *axis_num != double(int64_t(*axis_num)))
+      return refuse("split-dynamic", "the split's axis " + quoted(axis_var) + " is not an integer constant of a pd_op.full");
+    int64_t rank = int64_t(m_.y->shape.size()), axis = int64_t(*axis_num);
+    if ((axis < 0 ? axis + rank : axis) != 0) return refuse("split-axis", "split axis " + std::to_string(axis) + " is not 0");
+    int64_t num = s.attrs.getInt("num").value_or(0);
+    if (num != n) return refuse("split-num", "split num " + std::to_string(num) + " != ring size " + std::to_string(n));
+    Var* chunks = s.out("out0");
+    std::vector<const Op*> used;
+    for (const Op* r : chunks->readers) {
+      if (r->type != "builtin.slice" || r->block != s.block)
+        return refuse("split-vector-use", "the split's result " + quoted(chunks) + " is read by " + opText(r, s.block) + ", not by a builtin.slice");
+      Var* out = r->out("out0");
+      if (!out || !r->attrs.getInt("index")) return refuse("malformed", opText(r, s.block) + " needs an integer index and one result");
+      if (!out->readers.empty() || isFetched(out) || out->persistable) used.push_back(r);
+    }
+    if (used.empty()) return refuse("split-unused", "no split output is used");
+    if (used.size() > 1)
+      return refuse("split-multi-use", std::to_string(used.size()) + " split outputs are used, not one: " + opText(used[0], s.block) +
+                                           " and " + opText(used[1], s.block));
+    int64_t k = *used[0]->attrs.getInt("index");
+    if (k != position)
+      return refuse("wrong-chunk", "split keeps output " + std::to_string(k) + " but rank " + std::to_string(m_.allreduce->block->program->rank) +
+                                       " is at position " + std::to_string(position) + " of " + groupText(*m_.group));
+    m_.chunk_def = const_cast<Op*>(used[0]);
+    m_.kept = used[0]->out("out0");
+    if (m_.kept->dtype != m_.x->dtype)
+      return refuse("dtype", "the kept chunk " + quoted(m_.kept) + " is " + std::string(dtypeName(m_.kept->dtype)) +
+                                 " but the all-reduce input " + quoted(m_.x) + " is " + std::string(dtypeName(m_.x->dtype)));
+    for (const Op* r : chunks->readers) {
+      m_.extra_ops.push_back(const_cast<Op*>(r));
+      Var* out = r->out("out0");
+      if (out == m_.kept) continue;
+      if (const Op* w = firstOther(out->writers, r))
+        return refuse("split-out-written", "split output " + quoted(out) + " is also written by " + opText(w, s.block));
+      m_.dead.push_back(out);
+    }
+    m_.extra_vars.push_back(chunks);
+    // The axis constant goes too when the split was its only reader.
+    if (axis_var->readers.size() == 1 && !isFetched(axis_var) && !axis_var->persistable) {
+      m_.extra_ops.push_back(const_cast<Op*>(full));
+      m_.extra_vars.push_back(axis_var);
+    }
+    return true;
+  }
+
+  // An event recorded that no op waits for (PIR records one on every communication op) orders
+  // nothing and goes with its op.
   bool checkStreams() {
     for (const Op* o : {static_cast<const Op*>(m_.allreduce), static_cast<const Op*>(m_.split)}) {
       if (!o->hasDistAttr()) continue;
       auto rec = o->dist_attr.getString("event_to_record");
       auto waits = o->dist_attr.find("events_to_wait");
       bool waits_some = waits && rawToStringArray(*waits).value_or(std::vector<std::string>{"?"}).size() > 0;
-      if ((rec && !rec->empty()) || waits_some)
-        return refuse("stream-events", opText(o, o->block) + " takes part in cross-stream events; fusing would drop them");
+      if (waits_some) return refuse("stream-events", opText(o, o->block) + " waits for cross-stream events; fusing would drop the wait");
+      if (rec && !rec->empty() && env_.awaited(*o->block->program, *rec))
+        return refuse("stream-events", opText(o, o->block) + " records event \"" + *rec +
+                                           "\", which other ops wait for; fusing would drop it");
     }
     return true;
   }

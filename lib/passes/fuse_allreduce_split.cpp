@@ -26,6 +26,7 @@
 
 #include "analysis/ring_order.h"
 #include "ir/op_builder.h"
+#include "ir/op_role.h"
 #include "passes/allreduce_split_match.h"
 #include "passes/builtin_passes.h"
 
@@ -58,6 +59,7 @@ class FuseAllreduceSplit final : public Pass {
     env.job = &job;
     env.position = [](const Op* op) { return uint32_t(op->block->indexOf(op)); };
     env.fetched = [this](const Var* v) { return fetched_[v->block->program->position].count(v->name) > 0; };
+    env.awaited = [this](const Program& p, std::string_view e) { return awaited_[p.position].count(std::string(e)) > 0; };
     env.reshard_only = opts_.reshard_only;
     for (Candidate& c : cands_) {
       c.result = matchAllReduceSplit(*c.allreduce, c.coll, env);
@@ -90,15 +92,19 @@ class FuseAllreduceSplit final : public Pass {
   std::vector<Candidate> cands_;               // every all-reduce, in program/block/op order
   std::vector<std::vector<int32_t>> cand_of_;  // [program position][op id] -> index in cands_, or -1
   std::vector<std::unordered_set<std::string_view>> fetched_;  // [program position]
+  std::vector<std::unordered_set<std::string>> awaited_;       // [program position]: events_to_wait
 
   void collectCandidates() {
     size_t np = job_->programs.size();
     cand_of_.assign(np, {});
     fetched_.assign(np, {});
+    awaited_.assign(np, {});
     for (auto& p : job_->programs) {
       cand_of_[p->position].assign(p->next_op_id, -1);
       for (auto& b : p->blocks)
         for (Op& op : b->ops) {
+          if (op.hasDistAttr())
+            for (std::string& e : eventsToWait(op)) awaited_[p->position].insert(std::move(e));
           auto coll = asCollective(op);
           if (!coll || coll->kind != CollectiveKind::AllReduce) continue;
           cand_of_[p->position][op.id] = int32_t(cands_.size());
@@ -178,17 +184,27 @@ class FuseAllreduceSplit final : public Pass {
     Op& ar = *m.allreduce;
     Block& b = *ar.block;
     CollectiveDesc desc{CollectiveKind::ReduceScatter, m.coll.ring_id, int64_t(m.group->ranks.size()), m.coll.legacy};
+    desc.pir = m.coll.pir;
     NewOp rs = OpBuilder(b).collective(desc, m.x, m.kept);
     rs.attrRaw("ring_id", *ar.attrs.find("ring_id")).copyAttrs(ar, {"op_namescope", "op_role"});
     if (!ar.attrs.find("op_role")) rs.copyAttrs(*m.split, {"op_role"});
-    // Mesh and chunk from the input var (the seed's choice), else from the all-reduce itself.
-    const JsonObject* mesh_src = m.x->hasDistAttr() ? &m.x->dist_attr : ar.hasDistAttr() ? &ar.dist_attr : nullptr;
-    if (mesh_src) rs.copyDistAttr(*mesh_src, {"process_mesh", "chunk_id"}).stream("default");
+    if (m.coll.pir) {
+      // PIR keeps the communication stream of the all-reduce, and Paddle's int32 attribute types.
+      if (ar.hasDistAttr()) rs.copyDistAttr(ar.dist_attr, {"execution_stream"});
+      Job& job = *b.program->job;
+      rs.op().fields.push_back({"pir", job.arena.store(R"({"attr_types":{"ring_id":"int32","nranks":"int32"}})")});
+    } else {
+      // Mesh and chunk from the input var (the seed's choice), else from the all-reduce itself.
+      const JsonObject* mesh_src = m.x->hasDistAttr() ? &m.x->dist_attr : ar.hasDistAttr() ? &ar.dist_attr : nullptr;
+      if (mesh_src) rs.copyDistAttr(*mesh_src, {"process_mesh", "chunk_id"}).stream("default");
+    }
     rs.insertBefore(ar);
     b.eraseOp(m.split);
+    for (Op* o : m.extra_ops) o->block->eraseOp(o);
     b.eraseOp(&ar);
     m.y->block->removeVar(m.y);
     for (Var* d : m.dead) d->block->removeVar(d);
+    for (Var* v : m.extra_vars) v->block->removeVar(v);
   }
 };
 
