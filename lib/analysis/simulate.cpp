@@ -7,7 +7,7 @@
 #include "analysis/collectives.h"
 #include "analysis/ring_order.h"
 #include "support/error.h"
-#include "verify/verifier.h"
+#include "ir/json_pointer.h"
 
 namespace spopt {
 

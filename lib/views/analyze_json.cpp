@@ -7,6 +7,7 @@
 
 #include "analysis/simulate.h"
 #include "views/analyze_views.h"
+#include "ir/json_pointer.h"
 #include "views/describe.h"
 
 namespace spopt {
