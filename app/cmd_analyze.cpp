@@ -1,0 +1,138 @@
+// sp-opt analyze JOB [AFTER]: what a job costs (bytes on the wire, FLOPs, activation memory) and
+// a simulated step timeline; with two jobs, side by side with the changes first.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "analysis/job_report.h"
+#include "command.h"
+#include "io/loader.h"
+#include "runtime/calibrate.h"
+#include "support/error.h"
+#include "views/analyze_views.h"
+#include "write_output.h"
+
+namespace spopt::app {
+namespace {
+
+struct Options {
+  std::vector<std::string> jobs;
+  std::string preset = "h100-nvlink";
+  ModelOverrides overrides;
+  std::string format = "text";
+  std::string output = "-";
+  std::string trace;
+  int64_t rank = -1;
+  size_t top = 5;
+  bool calibrate = false;
+  bool allow_forward_only = false;
+  bool no_simulate = false;
+};
+
+HardwareModel chooseModel(const Options& o) {
+  HardwareModel m;
+  if (o.preset == "host") {
+    m = hostModel(rt::measureHost());
+  } else if (auto p = presetModel(o.preset)) {
+    m = *p;
+  } else {
+    std::string known;
+    for (std::string_view n : presetNames()) known += (known.empty() ? "" : ", ") + std::string(n);
+    throw InputError("--preset", "", "unknown preset \"" + o.preset + "\"; valid presets: " + known);
+  }
+  try {
+    applyOverrides(m, o.overrides);
+  } catch (const std::invalid_argument& e) {
+    std::string msg = e.what();
+    size_t colon = msg.find(' ');
+    throw InputError(msg.substr(0, colon), "", msg.substr(colon + 1));
+  }
+  return m;
+}
+
+int printCalibration() {
+  HostMeasurement h = rt::measureHost();
+  std::string curve;
+  for (auto [n, f] : h.sgemm_curve) curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(n)) + "\": " + std::to_string(int64_t(f / 1e6));
+  std::printf("{\"sgemm_mflops_by_n\": {%s}, \"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d}\n",
+              curve.c_str(), h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores);
+  return kExitOk;
+}
+
+void requireBackward(const JobReport& r, const Options& o) {
+  if (o.allow_forward_only) return;
+  for (const RankReport& rr : r.ranks)
+    if (rr.activations.has_backward) return;
+  throw InputError(r.path, "",
+                   "the job has no backward ops (op_role 1): activation memory and the backward phase need one "
+                   "(--allow-forward-only reports the rest)");
+}
+
+int runAnalyze(const Options& o) {
+  if (o.calibrate) return printCalibration();
+  if (o.jobs.empty() || o.jobs.size() > 2) throw InputError("analyze", "", "give one job, or two (BEFORE AFTER)");
+  HardwareModel model = chooseModel(o);
+  AnalyzeOptions ao;
+  ao.simulate = !o.no_simulate;
+  std::vector<JobReport> reports;
+  std::vector<std::unique_ptr<Job>> jobs;
+  for (const std::string& path : o.jobs) {
+    jobs.push_back(loadJob(path));
+    reports.push_back(analyzeJob(*jobs.back(), model, ao));
+    requireBackward(reports.back(), o);
+  }
+  AnalyzeViewOptions vo;
+  vo.rank = o.rank;
+  vo.top = o.top;
+  if (o.rank >= 0)
+    for (const JobReport& r : reports) {
+      bool found = false;
+      for (const RankReport& rr : r.ranks) found = found || rr.rank == o.rank;
+      if (!found) throw InputError(r.path, "", "--rank " + std::to_string(o.rank) + ": the job has no program for it");
+    }
+  std::string text;
+  bool two = reports.size() == 2;
+  if (o.format == "json") text = two ? renderAnalyzeCompareJson(reports[0], reports[1]) : renderAnalyzeJson(reports[0]);
+  else if (o.format == "html") {
+    std::vector<const JobReport*> ptrs;
+    for (const JobReport& r : reports) ptrs.push_back(&r);
+    text = renderAnalyzeHtml(ptrs, vo);
+  } else text = two ? renderAnalyzeCompareText(reports[0], reports[1], vo) : renderAnalyzeText(reports[0], vo);
+  if (!o.trace.empty()) {
+    if (o.no_simulate) throw InputError("--trace", "", "needs the simulation (drop --no-simulate)");
+    writeOutput(o.trace, renderAnalyzeTrace(reports.back()));
+  }
+  writeOutput(o.output, text);
+  for (auto& j : jobs) keepUntilExit(std::move(j));
+  return kExitOk;
+}
+
+const Registrar reg{{"analyze", "What a job costs: bytes on the wire, FLOPs, activation memory, a simulated step",
+                     "sp-opt analyze job.json --preset h100-nvlink --trace step.json", [](CLI::App& sub) {
+                       auto o = std::make_shared<Options>();
+                       sub.add_option("jobs", o->jobs, "JOB, or BEFORE AFTER to compare");
+                       sub.add_option("--preset", o->preset,
+                                      "Hardware model: h100-nvlink (default), h200-nvlink, a100-nvlink, or host "
+                                      "(measured on this machine, models replay)");
+                       sub.add_option("--flops", o->overrides.flops, "Override the peak 16-bit FLOP/s (other dtypes scale alike)");
+                       sub.add_option("--mem-bw", o->overrides.mem_bw, "Override the memory bandwidth, bytes/s");
+                       sub.add_option("--bus-bw", o->overrides.bus_bw, "Override the ring bus bandwidth, bytes/s");
+                       sub.add_option("--latency", o->overrides.latency_s, "Override the per-collective latency, seconds");
+                       sub.add_option("--format", o->format, "text, json (for CI) or html (one self-contained page)")
+                           ->check(CLI::IsMember({"text", "json", "html"}));
+                       sub.add_option("-o,--output", o->output, "Output file (default stdout)");
+                       sub.add_option("--trace", o->trace, "Write the simulated step as a Chrome/Perfetto trace (the last job)");
+                       sub.add_option("--rank", o->rank, "The rank to detail (default: the slowest)");
+                       sub.add_option("--top", o->top, "Rows of the critical-path list (default 5)");
+                       sub.add_flag("--calibrate", o->calibrate, "Measure this machine for --preset host and print the figures");
+                       sub.add_flag("--allow-forward-only", o->allow_forward_only,
+                                    "Analyze a job without backward ops (no activation report)");
+                       sub.add_flag("--no-simulate", o->no_simulate, "Skip the timeline (bytes, FLOPs and memory only)");
+                       return [o] { return runAnalyze(*o); };
+                     }}};
+
+}  // namespace
+}  // namespace spopt::app

@@ -1,0 +1,266 @@
+#include "analysis/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "analysis/comm_stats.h"
+#include "analysis/no_need_buffer_standin.h"
+
+namespace spopt {
+
+namespace {
+
+constexpr double kTera = 1e12, kGiga = 1e9, kMicro = 1e-6;
+
+// Dense peaks from the vendors' datasheets (docs/analyze.md): 16-bit on tensor cores, float32
+// without TF32 (what a float32 GEMM gets unless a framework opts into TF32), float64 tensor cores.
+HardwareModel gpu(std::string name, double bf16_tflops, double fp32_tflops, double fp64_tflops, double hbm_tbs,
+                  double bus_gbs, double latency_us, double step_us, std::string source) {
+  HardwareModel m;
+  m.name = std::move(name);
+  m.setAllFlops(fp32_tflops * kTera);
+  m.flops_per_s[size_t(DType::Float16)] = bf16_tflops * kTera;
+  m.flops_per_s[size_t(DType::BFloat16)] = bf16_tflops * kTera;
+  m.flops_per_s[size_t(DType::Float64)] = fp64_tflops * kTera;
+  m.mem_bw = hbm_tbs * kTera;
+  m.bus_bw = bus_gbs * kGiga;
+  m.latency_s = latency_us * kMicro;
+  m.step_latency_s = step_us * kMicro;
+  m.source = std::move(source);
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string_view> presetNames() { return {"h100-nvlink", "h200-nvlink", "a100-nvlink", "host"}; }
+
+std::optional<HardwareModel> presetModel(std::string_view name) {
+  if (name == "h100-nvlink")
+    return gpu("h100-nvlink", 989, 67, 67, 3.35, 370, 7, 0.6,
+               "H100 SXM datasheet (989 TFLOP/s dense bf16, 3.35 TB/s HBM3); ring bus bw 370 GB/s as NCCL reaches "
+               "on NVLink 4 (nccl-tests#212); alpha from NCCL's ring tuning model");
+  if (name == "h200-nvlink")
+    return gpu("h200-nvlink", 989, 67, 67, 4.8, 370, 7, 0.6,
+               "H200 SXM datasheet (989 TFLOP/s dense bf16, 4.8 TB/s HBM3e); NVLink 4 as H100");
+  if (name == "a100-nvlink")
+    return gpu("a100-nvlink", 312, 19.5, 19.5, 2.0, 240, 8, 1.0,
+               "A100 SXM datasheet (312 TFLOP/s dense bf16, 2.0 TB/s HBM2e); 230-250 GB/s all-reduce bus bw on "
+               "8 GPUs over NVLink 3");
+  return std::nullopt;
+}
+
+HardwareModel hostModel(const HostMeasurement& h) {
+  HardwareModel m;
+  m.name = "host";
+  // Replay computes 16-bit types in float32 and integers are never GEMMs: float32's rate for all
+  // but float64.
+  m.setAllFlops(h.sgemm_flops);
+  m.flops_per_s[size_t(DType::Float64)] = h.dgemm_flops > 0 ? h.dgemm_flops : h.sgemm_flops / 2;
+  m.mem_bw = h.copy_bw;
+  // The local backend's collectives are copies through shared memory: each rank reads its peers'
+  // chunks and writes its own, at copy bandwidth.
+  m.bus_bw = h.copy_bw;
+  m.latency_s = 20 * kMicro;  // a condition-variable rendezvous of the rank threads
+  m.step_latency_s = 0;
+  m.op_overhead_s = h.op_overhead_s;
+  m.gemm_curve = h.sgemm_curve;
+  m.ranks_share_machine = true;
+  m.widen_16bit = true;
+  m.reshape_copies = true;
+  m.source = "measured on this machine: sgemm through replay's BLAS, a copy loop, per-op overhead of replay";
+  return m;
+}
+
+namespace {
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
+void applyOverrides(HardwareModel& m, const ModelOverrides& o) {
+  auto check = [](const std::optional<double>& v, const char* option) {
+    if (v && !(*v > 0 && std::isfinite(*v)))
+      throw std::invalid_argument(std::string(option) + " must be a positive number, not " + shortNumber(*v));
+  };
+  check(o.flops, "--flops");
+  check(o.mem_bw, "--mem-bw");
+  check(o.bus_bw, "--bus-bw");
+  if (o.latency_s && !(*o.latency_s >= 0 && std::isfinite(*o.latency_s)))
+    throw std::invalid_argument("--latency must be zero or positive, not " + shortNumber(*o.latency_s));
+  // --flops sets the rate of the model's compute dtype: every 16-bit figure, or every figure
+  // when the model has a single rate.
+  if (o.flops) {
+    double ratio = *o.flops / m.flopsFor(DType::BFloat16);
+    for (double& f : m.flops_per_s) f *= ratio;
+  }
+  if (o.mem_bw) m.mem_bw = *o.mem_bw;
+  if (o.bus_bw) m.bus_bw = *o.bus_bw;
+  if (o.latency_s) m.latency_s = *o.latency_s;
+  if (o.flops || o.mem_bw || o.bus_bw || o.latency_s) m.name += " (overridden)";
+}
+
+namespace {
+
+double numel(const Var* v) {
+  if (!v) return 0;
+  int64_t n = v->numel();
+  return n < 0 ? 0 : double(n);
+}
+
+// FLOPs per element of the op's main tensor (docs/analyze.md, "FLOP counts").
+struct ElementCost {
+  double flops;
+  const char* slot;  // the tensor counted: an output slot, or an input slot when prefixed with '<'
+};
+const std::unordered_map<std::string_view, ElementCost>& elementCosts() {
+  static const std::unordered_map<std::string_view, ElementCost> k{
+      {"elementwise_add", {1, "Out"}},  {"elementwise_sub", {1, "Out"}},   {"elementwise_mul", {1, "Out"}},
+      {"elementwise_div", {1, "Out"}},  {"scale", {2, "Out"}},             {"relu", {1, "Out"}},
+      {"relu_grad", {1, "X@GRAD"}},     {"gelu", {8, "Out"}},              {"gelu_grad", {12, "X@GRAD"}},
+      {"softmax", {5, "Out"}},          {"softmax_grad", {4, "X@GRAD"}},   {"layer_norm", {8, "Y"}},
+      {"layer_norm_grad", {12, "<X"}},  {"dropout", {2, "Out"}},           {"dropout_grad", {2, "X@GRAD"}},
+      {"reduce_sum", {1, "<X"}},        {"reduce_mean", {1, "<X"}},        {"mean", {1, "<X"}},
+      {"reduce_sum_grad", {0, "X@GRAD"}}, {"reduce_mean_grad", {1, "X@GRAD"}}, {"mean_grad", {1, "X@GRAD"}},
+      {"sgd", {2, "<Param"}},
+  };
+  return k;
+}
+
+// Data movement and scheduling ops: no arithmetic.
+bool movesOnly(std::string_view t) {
+  static const std::unordered_map<std::string_view, int> k{
+      {"reshape2", 0}, {"reshape2_grad", 0}, {"transpose2", 0}, {"transpose2_grad", 0}, {"split", 0},
+      {"concat", 0},   {"assign", 0},        {"fill_constant", 0}, {"depend", 0},       {"nop", 0},
+      {"c_identity", 0}, {"feed", 0},        {"fetch", 0}};
+  return k.count(t) > 0;
+}
+
+// Views: the output shares the input's buffer in a GPU framework.
+bool isView(std::string_view t) { return t == "reshape2" || t == "reshape2_grad" || t == "depend" || t == "nop"; }
+
+double matmulFlops(const Op& op, const Var* x, const Var* out) {
+  if (!x || !out || x->shape.empty()) return 0;
+  bool trans_x = op.attrs.getBool("trans_x").value_or(false);
+  size_t r = x->shape.size();
+  int64_t k = r == 1 ? x->shape[0] : x->shape[trans_x ? r - 2 : r - 1];
+  return 2.0 * numel(out) * double(std::max<int64_t>(k, 0));
+}
+
+// The curve's rate at `size`, interpolated in log-log; clamped at both ends.
+double curveRate(const std::vector<std::pair<double, double>>& c, double size) {
+  if (size <= c.front().first) return c.front().second;
+  if (size >= c.back().first) return c.back().second;
+  for (size_t i = 1; i < c.size(); ++i)
+    if (size <= c[i].first) {
+      double f = std::log(size / c[i - 1].first) / std::log(c[i].first / c[i - 1].first);
+      return std::exp(std::log(c[i - 1].second) + f * std::log(c[i].second / c[i - 1].second));
+    }
+  return c.back().second;
+}
+
+}  // namespace
+
+double gemmSize(const Op& op) {
+  bool grad = op.type == "matmul_v2_grad" || op.type == "matmul_grad";
+  if (!grad && op.type != "matmul_v2" && op.type != "matmul") return 0;
+  const Var* x = op.in("X");
+  const Var* y = op.in("Y");
+  if (!x || !y || x->shape.size() < 2 || y->shape.empty()) return 0;
+  bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
+  size_t r = x->shape.size();
+  double m = double(x->shape[tx ? r - 1 : r - 2]), k = double(x->shape[tx ? r - 2 : r - 1]);
+  double n = double(y->shape.size() >= 2 ? y->shape[ty ? y->shape.size() - 2 : y->shape.size() - 1] : 1);
+  // A 2-D weight applied to batched activations: one GEMM with the batch folded into m.
+  if (y->shape.size() == 2 && !tx && r > 2) m = numel(x) / std::max(k, 1.0);
+  return std::cbrt(std::max(m * n * k, 0.0));
+}
+
+double opFlops(const Op& op) {
+  if (asCollective(op) || movesOnly(op.type)) return 0;
+  if (op.type == "matmul_v2" || op.type == "matmul") return matmulFlops(op, op.in("X"), op.out("Out"));
+  if (op.type == "matmul_v2_grad" || op.type == "matmul_grad") {
+    // dX = dOut . Y^T and dY = X^T . dOut: each is a GEMM the size of the forward one.
+    double fwd = matmulFlops(op, op.in("X"), op.in("Out@GRAD"));
+    return fwd * double((op.out("X@GRAD") ? 1 : 0) + (op.out("Y@GRAD") ? 1 : 0));
+  }
+  if (op.type == "sum") return numel(op.out("Out")) * double(std::max<size_t>(op.inputCount("X"), 1) - 1);
+  if (op.type.size() > 5 && op.type.substr(0, 12) == "elementwise_" && op.type.ends_with("_grad")) {
+    double n = numel(op.in("Out@GRAD"));
+    double per = op.type == "elementwise_add_grad" || op.type == "elementwise_sub_grad" ? 1 : 2;
+    return n * per * double((op.out("X@GRAD") ? 1 : 0) + (op.out("Y@GRAD") ? 1 : 0));
+  }
+  auto it = elementCosts().find(op.type);
+  if (it != elementCosts().end()) {
+    const ElementCost& c = it->second;
+    const Var* v = c.slot[0] == '<' ? op.in(c.slot + 1) : op.out(c.slot);
+    return c.flops * numel(v);
+  }
+  // An op this table does not know: one FLOP per output element.
+  double n = 0;
+  for (const Slot& s : op.outputs)
+    for (const Arg& a : s.args) n += numel(a.var);
+  return n;
+}
+
+double opBytesTouched(const Op& op, const HardwareModel& m) {
+  if (isView(op.type) && !(m.reshape_copies && op.type.starts_with("reshape2"))) return 0;
+  auto size = [&](const Var* v) {
+    if (!v) return 0.0;
+    bool is16 = v->dtype == DType::Float16 || v->dtype == DType::BFloat16;
+    return numel(v) * double(m.widen_16bit && is16 ? 4 : dtypeSize(v->dtype));
+  };
+  double bytes = 0;
+  for (const Slot& s : op.inputs) {
+    if (s.name == "XShape" || noNeedBufferSlot(op.type, s.name)) continue;
+    for (const Arg& a : s.args) bytes += size(a.var);
+  }
+  for (const Slot& s : op.outputs) {
+    if (s.name == "XShape") continue;
+    for (const Arg& a : s.args) bytes += size(a.var);
+  }
+  return bytes;
+}
+
+std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, const Job& job) {
+  if (!communicates(c)) return std::nullopt;
+  auto payload = collectiveBytes(op, c, job, false);
+  auto wire = collectiveBytes(op, c, job, true);
+  if (!payload || !wire) return std::nullopt;
+  WireBytes w;
+  w.payload = *payload;
+  w.wire = *wire;
+  const ProcessGroup* g = job.group(c.ring_id);
+  w.group_size = g ? int64_t(g->ranks.size()) : op.attrs.getInt("nranks").value_or(1);
+  int64_t n = std::max<int64_t>(w.group_size, 1);
+  w.steps = c.kind == CollectiveKind::AllReduce ? 2 * (n - 1) : n - 1;
+  return w;
+}
+
+double opCostSeconds(const Op& op, const HardwareModel& m, int64_t ranks_on_machine) {
+  double share = m.ranks_share_machine ? double(std::max<int64_t>(ranks_on_machine, 1)) : 1.0;
+  if (auto c = asCollective(op)) {
+    const Job* job = op.block && op.block->program ? op.block->program->job : nullptr;
+    if (!job || !communicates(*c)) return 0;
+    auto w = collectiveWireBytes(op, *c, *job);
+    if (!w || w->group_size < 2) return 0;
+    return m.latency_s + double(w->steps) * m.step_latency_s + double(w->wire) * share / m.bus_bw;
+  }
+  double flops = opFlops(op), bytes = opBytesTouched(op, m);
+  if (flops == 0 && bytes == 0) return 0;
+  DType t = DType::Float32;
+  if (!op.outputs.empty() && !op.outputs[0].args.empty() && op.outputs[0].args[0].var)
+    t = op.outputs[0].args[0].var->dtype;
+  else if (!op.inputs.empty() && !op.inputs[0].args.empty() && op.inputs[0].args[0].var)
+    t = op.inputs[0].args[0].var->dtype;
+  double rate = m.flopsFor(t);
+  if (!m.gemm_curve.empty())
+    if (double size = gemmSize(op); size > 0) rate = std::min(rate, curveRate(m.gemm_curve, size));
+  return m.op_overhead_s + std::max(flops * share / rate, bytes * share / m.mem_bw);
+}
+
+}  // namespace spopt

@@ -1,0 +1,61 @@
+#include "analysis/job_report.h"
+
+namespace spopt {
+
+namespace {
+
+RankReport analyzeRank(const Program& p, const HardwareModel& model, int64_t world) {
+  RankReport r;
+  r.rank = p.rank;
+  const Job& job = *p.job;
+  LayerNamer layers;
+  for (const auto& b : p.blocks) {
+    uint32_t position = 0;
+    for (const Op& op : b->ops) {
+      const std::string& layer = layers.next(op);
+      uint32_t here = position++;
+      ++r.ops;
+      Phase phase = phaseOf(op);
+      auto c = asCollective(op);
+      if (c && communicates(*c)) {
+        auto w = collectiveWireBytes(op, *c, job);
+        if (!w) {
+          ++r.unknown_size;
+          continue;
+        }
+        CollectiveUse u{&op, here, c->kind, c->ring_id, w->group_size, phase, layer, w->payload, w->wire,
+                        opCostSeconds(op, model, world)};
+        r.comm.add(u.payload, u.wire, u.seconds);
+        r.comm_by_kind[u.kind].add(u.payload, u.wire, u.seconds);
+        r.comm_by_ring[u.ring].add(u.payload, u.wire, u.seconds);
+        r.comm_by_phase[size_t(phase)].add(u.payload, u.wire, u.seconds);
+        r.collectives.push_back(std::move(u));
+        continue;
+      }
+      double f = opFlops(op);
+      if (f == 0) continue;
+      r.flops += f;
+      r.flops_by_phase[size_t(phase)] += f;
+      r.flops_by_layer[layer] += f;
+    }
+  }
+  r.activations = activationMemory(p);
+  return r;
+}
+
+}  // namespace
+
+JobReport analyzeJob(const Job& job, const HardwareModel& model, const AnalyzeOptions& opts) {
+  JobReport rep;
+  rep.path = job.path;
+  rep.model = model;
+  rep.world_size = job.world_size;
+  for (const auto& p : job.programs) rep.ranks.push_back(analyzeRank(*p, model, job.world_size));
+  if (opts.simulate) {
+    rep.timeline = simulateStep(job, model);
+    rep.simulated = true;
+  }
+  return rep;
+}
+
+}  // namespace spopt

@@ -1,0 +1,118 @@
+// The cost model and the step simulator: FLOPs by hand, ring bytes, a collective waiting for its
+// slowest member, comm on its own stream overlapping compute, and a cycle across rings refused.
+#include <catch2/catch.hpp>
+
+#include "analysis/cost_model.h"
+#include "analysis/job_report.h"
+#include "analysis/simulate.h"
+#include "gen/generate.h"
+#include "io/loader.h"
+#include "support/error.h"
+
+using namespace spopt;
+
+namespace {
+
+// Two ranks; rank 0 does a 64x64x64 matmul before the all-reduce, rank 1 does not.
+std::string twoRankJob(bool comm_stream, bool second_matmul) {
+  auto var = [](const char* n, const char* shape) {
+    return std::string("{\"name\":\"") + n + "\",\"shape\":" + shape + ",\"dtype\":\"float32\",\"persistable\":false}";
+  };
+  std::string stream = comm_stream ? ",\"dist_attr\":{\"execution_stream\":\"comm\"}" : "";
+  auto program = [&](int rank, bool with_matmul) {
+    std::string ops;
+    if (with_matmul)
+      ops += "{\"type\":\"matmul_v2\",\"inputs\":{\"X\":[\"a\"],\"Y\":[\"b\"]},\"outputs\":{\"Out\":[\"c\"]},\"attrs\":{\"op_role\":0}},";
+    ops += "{\"type\":\"c_allreduce_sum\",\"inputs\":{\"X\":[\"a\"]},\"outputs\":{\"Out\":[\"d\"]},\"attrs\":{\"ring_id\":0,\"op_role\":1}" +
+           stream + "}";
+    if (second_matmul)
+      ops += ",{\"type\":\"matmul_v2\",\"inputs\":{\"X\":[\"a\"],\"Y\":[\"b\"]},\"outputs\":{\"Out\":[\"e\"]},\"attrs\":{\"op_role\":1}}";
+    return "{\"rank\":" + std::to_string(rank) + ",\"blocks\":[{\"idx\":0,\"parent_idx\":-1,\"vars\":[" + var("a", "[64,64]") +
+           "," + var("b", "[64,64]") + "," + var("c", "[64,64]") + "," + var("d", "[64,64]") + "," + var("e", "[64,64]") +
+           "],\"ops\":[" + ops + "]}]}";
+  };
+  return "{\"format\":\"sp-opt.program\",\"version\":1,\"world_size\":2,\"process_groups\":[{\"ring_id\":0,\"ranks\":[0,1]}],"
+         "\"programs\":[" + program(0, true) + "," + program(1, false) + "]}";
+}
+
+HardwareModel simple() {
+  HardwareModel m;
+  m.name = "test";
+  m.setAllFlops(1e9);  // 1 GFLOP/s: a 64^3 matmul (524288 FLOPs) takes 524.288 us
+  m.mem_bw = 1e12;
+  m.bus_bw = 1e9;
+  m.latency_s = 1e-6;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("FLOPs and ring bytes by hand", "[analyze]") {
+  auto job = loadJobFromText(twoRankJob(false, false), "t.json");
+  const Op& mm = job->programs[0]->blocks[0]->ops.front();
+  CHECK(opFlops(mm) == 2.0 * 64 * 64 * 64);
+  const Op& ar = job->programs[0]->blocks[0]->ops.back();
+  auto w = collectiveWireBytes(ar, *asCollective(ar), *job);
+  REQUIRE(w);
+  CHECK(w->payload == 64 * 64 * 4);
+  CHECK(w->wire == 2 * (2 - 1) * 64 * 64 * 4 / 2);
+  CHECK(w->steps == 2);
+  // alpha + wire / bus bw
+  CHECK(opCostSeconds(ar, simple(), 2) == Approx(1e-6 + 16384 / 1e9));
+}
+
+TEST_CASE("a collective starts when its last member arrives", "[analyze]") {
+  auto job = loadJobFromText(twoRankJob(false, false), "t.json");
+  StepTimeline t = simulateStep(*job, simple());
+  double mm = 2.0 * 64 * 64 * 64 / 1e9, ar = 1e-6 + 16384 / 1e9;
+  CHECK(t.step_s == Approx(mm + ar));
+  REQUIRE(t.ranks.size() == 2);
+  // Rank 1 idles on its compute stream until rank 0 arrives: all exposed communication.
+  CHECK(t.ranks[1].total.exposed_s == Approx(mm + ar));
+  CHECK(t.ranks[0].total.exposed_s == Approx(ar));
+  CHECK(t.critical_path.size() == 2);
+  CHECK(t.critical_path.front().op->type == "matmul_v2");
+}
+
+TEST_CASE("a collective on its own stream overlaps independent compute", "[analyze]") {
+  auto job = loadJobFromText(twoRankJob(true, true), "t.json");
+  HardwareModel m = simple();
+  StepTimeline t = simulateStep(*job, m);
+  const RankTimeline& r1 = t.ranks[1];
+  REQUIRE(r1.streams.size() == 2);
+  CHECK(r1.streams[1].name == "comm");
+  // Rank 1's matmul runs at once, while its all-reduce waits for rank 0: nothing is exposed.
+  CHECK(r1.streams[0].intervals[0].start == 0);
+  CHECK(r1.total.exposed_s == 0);
+  CHECK(r1.total.comm_s == Approx(1e-6 + 16384 / 1e9));
+}
+
+TEST_CASE("generated gpt: every rank simulates, backward costs about twice forward", "[analyze]") {
+  gen::GenOptions o;
+  o.model = gen::Model::Gpt;
+  o.tp = 2;
+  o.hidden = 256;
+  o.heads = 4;
+  o.seq = 128;
+  o.dtype = DType::BFloat16;
+  auto job = loadJobFromText(gen::generateJobText(o), "gpt.json");
+  JobReport r = analyzeJob(*job, *presetModel("h100-nvlink"));
+  REQUIRE(r.ranks.size() == 2);
+  double fwd = r.ranks[0].flops_by_phase[size_t(Phase::Forward)], bwd = r.ranks[0].flops_by_phase[size_t(Phase::Backward)];
+  CHECK(bwd / fwd > 1.8);
+  CHECK(bwd / fwd < 2.3);
+  CHECK(r.timeline.step_s > 0);
+  CHECK(r.ranks[0].comm.count > 0);
+  CHECK(r.ranks[0].activations.has_backward);
+}
+
+TEST_CASE("overrides must be positive", "[analyze]") {
+  HardwareModel m = *presetModel("h100-nvlink");
+  ModelOverrides o;
+  o.bus_bw = -1;
+  CHECK_THROWS_AS(applyOverrides(m, o), std::invalid_argument);
+  o.bus_bw = 100e9;
+  applyOverrides(m, o);
+  CHECK(m.bus_bw == 100e9);
+  CHECK_FALSE(presetModel("no-such"));
+}
