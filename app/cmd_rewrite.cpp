@@ -57,6 +57,7 @@ void printStats(const PipelineResult& res, double load_ms) {
               << " candidates, " << r.stats.rewritten << " rewritten, " << r.stats.refusedTotal() << " refused\n";
     for (const auto& [code, n] : r.stats.refused) std::cerr << "    refused " << code << ": " << n << "\n";
     for (const auto& [code, n] : r.stats.notes) std::cerr << "    note " << code << ": " << n << "\n";
+    for (const auto& [key, v] : r.stats.figures) std::cerr << "    figure " << key << ": " << v << "\n";
   }
 }
 
@@ -85,6 +86,8 @@ nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, co
     for (const auto& [code, n] : r.stats.refused) p["refused"][code] = n;
     p["notes"] = J::object();
     for (const auto& [code, n] : r.stats.notes) p["notes"][code] = n;
+    if (!r.stats.figures.empty())
+      for (const auto& [key, v] : r.stats.figures) p["figures"][key] = v;
     p["explain"] = J::array();
     for (const ExplainRecord& e : r.explain)
       p["explain"].push_back({{"rank", e.rank}, {"block", e.block_idx}, {"op_index", e.op_index}, {"op_type", e.op_type},

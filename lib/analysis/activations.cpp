@@ -3,7 +3,7 @@
 #include <unordered_map>
 
 #include "analysis/no_need_buffer_standin.h"
-#include "analysis/phase_standin.h"
+#include "ir/op_role.h"
 
 namespace spopt {
 

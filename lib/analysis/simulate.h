@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "analysis/cost_model.h"
-#include "analysis/phase_standin.h"
+#include "ir/op_role.h"
 #include "ir/ir.h"
 
 namespace spopt {

@@ -7,7 +7,9 @@
 #include "passes/registry.h"
 
 #define SPOPT_BUILTIN_PASSES(X) \
-  X(fuseAllreduceSplitPass)
+  X(fuseAllreduceSplitPass) \
+  X(splitMatmulGradPass) \
+  X(overlapCollectivesPass)
 
 namespace spopt {
 

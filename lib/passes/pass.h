@@ -125,6 +125,9 @@ struct PassStats {
   size_t rewritten = 0;
   std::map<std::string, size_t> refused;  // code -> count
   std::map<std::string, size_t> notes;    // caveats on rewritten candidates, code -> count
+  // Named quantities a pass measures (e.g. bytes released, peak memory); printed by --stats and
+  // written by --report only when not empty.
+  std::map<std::string, int64_t> figures;
   size_t refusedTotal() const;
 };
 
