@@ -12,6 +12,7 @@
 // rank (RingOrder::checkOrder; by construction it is, as each ring's chain is kept) and the ranks
 // must still be able to reach every collective across rings (simulateStep finds cycles); otherwise
 // every program goes back to its original order and --explain says why.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -65,6 +66,8 @@ class OverlapCollectives final : public Pass {
     std::vector<CollectiveOutcome> outcomes;
     std::vector<std::pair<const Program*, std::vector<uint32_t>>> input_pos;  // for explain records
     std::vector<bool> memory_limited(job.programs.size(), false);
+    peak_before_.assign(job.programs.size(), 0);
+    peak_after_.assign(job.programs.size(), 0);
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;
       Block& entry = *p->blocks.front();
@@ -76,6 +79,7 @@ class OverlapCollectives final : public Pass {
       std::vector<uint32_t> pos(p->next_op_id, 0);
       for (Op& op : entry.ops) pos[op.id] = uint32_t(entry.indexOf(&op));
       int64_t peak_before = profileMemory(*p, 0).peak_bytes;
+      int64_t& peak_after = peak_after_[p->position];
       if (opts_.split_grads) {
         size_t split = 0;
         for (auto& r : regions)
@@ -105,6 +109,8 @@ class OverlapCollectives final : public Pass {
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
         }
         int64_t peak = profileMemory(*p, 0).peak_bytes;
+        peak_after = peak;
+        peak_before_[p->position] = peak_before;
         if (window == 0 || double(peak) <= double(peak_before) * (1 + opts_.memory_cap)) break;
         for (auto& x : pl) applyOrder(x.now, x.original);
         memory_limited[p->position] = true;
@@ -144,11 +150,16 @@ class OverlapCollectives final : public Pass {
     if (events) ctx.stats.notes["inplace-event"] += events;
     report(ctx, outcomes, input_pos, revert_code, revert_why);
     figures(ctx, sim_before, sim_after);
+    if (!outcomes.empty()) {  // the worst rank's peak (analysis/memory.h), of the programs scheduled
+      ctx.stats.figures["peak_bytes_before"] = *std::max_element(peak_before_.begin(), peak_before_.end());
+      ctx.stats.figures["peak_bytes_after"] = *std::max_element(peak_after_.begin(), peak_after_.end());
+    }
     return changed;
   }
 
  private:
   Options opts_;
+  std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
 
   static StepTimeline simulate(const Job& job, const HardwareModel& m) {
     try {
@@ -203,8 +214,8 @@ class OverlapCollectives final : public Pass {
   std::string why(const CollectiveOutcome& c) const {
     switch (c.limit) {
       case Limit::RingOrder:
-        return "its inputs are ready " + us(c.ring_wait_s) + " before the ring's previous collective ends, and one ring's collectives keep "
-               "their order on every member rank";
+        return "it waited " + us(c.ring_wait_s) + " for the ring's previous collective, which it may not pass (one ring's collectives "
+               "keep their order on every member rank)";
       case Limit::MaxInFlight:
         return "max-in-flight=" + std::to_string(opts_.max_in_flight) + " collectives of its ring were already in flight";
       case Limit::MemoryCap:

@@ -22,6 +22,7 @@ struct Graph {
   // Bottom level: the op's cost plus the longest cost path from it to the region's end
   // (collectives' time on the wire included): the classic list-scheduling priority.
   std::vector<double> level;
+  std::vector<uint8_t> feeds_coll;  // a collective reads what the op writes: run it first
 };
 
 Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost) {
@@ -40,13 +41,13 @@ Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost
     for (const Slot& s : op.inputs)
       for (const Arg& a : s.args) {
         Access& acc = vars[a.var];
-        if (acc.writer >= 0) edges.emplace_back(uint32_t(acc.writer), i);
+        if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
         acc.readers.push_back(i);
       }
     for (const Slot& s : op.outputs)
       for (const Arg& a : s.args) {
         Access& acc = vars[a.var];
-        if (acc.writer >= 0) edges.emplace_back(uint32_t(acc.writer), i);
+        if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
         for (uint32_t r : acc.readers)
           if (r != i) edges.emplace_back(r, i);
         acc.readers.clear();
@@ -69,9 +70,13 @@ Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost
   csr(true, g.succ_start, g.succ);
   csr(false, g.pred_start, g.pred);
   g.level.assign(g.n, 0);
+  g.feeds_coll.assign(g.n, 0);
   for (size_t i = g.n; i-- > 0;) {
     double longest = 0;
-    for (uint32_t k = g.succ_start[i]; k < g.succ_start[i + 1]; ++k) longest = std::max(longest, g.level[g.succ[k]]);
+    for (uint32_t k = g.succ_start[i]; k < g.succ_start[i + 1]; ++k) {
+      longest = std::max(longest, g.level[g.succ[k]]);
+      if (g.ring[i] < 0 && g.ring[g.succ[k]] >= 0) g.feeds_coll[i] = 1;
+    }
     g.level[i] = cost[i] + longest;
   }
   return g;
@@ -98,7 +103,7 @@ double simulateOrder(const Graph& g, const std::vector<uint32_t>& order, const s
       finish[i] = free = start + cost[i];
       if (colls) {
         coll_slot[i] = int32_t(colls->size());
-        colls->push_back({region[i], i, cost[i], 0, start - data_ready, Limit::None});
+        colls->push_back({region[i], i, cost[i], 0, start - std::max(now, data_ready), Limit::None});
       }
       continue;
     }
@@ -143,9 +148,10 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     for (size_t i = 0; i < n; ++i) indeg[i] = g.pred_start[i + 1] - g.pred_start[i];
     std::vector<double> finish(n, 0);
     std::vector<uint8_t> done(n, 0), released(n, 0);
-    // Highest bottom level first, then program order; waiting ops by the time their input arrives.
-    using Avail = std::pair<double, uint32_t>;           // (-level, position)
-    using Wait = std::tuple<double, double, uint32_t>;   // (ready time, -level, position)
+    // Ops a collective waits for first, then the highest bottom level, then program order; waiting
+    // ops by the time their input arrives.
+    using Avail = std::tuple<int, double, uint32_t>;          // (feeds no collective, -level, position)
+    using Wait = std::tuple<double, int, double, uint32_t>;   // (ready time, ...Avail)
     std::priority_queue<Avail, std::vector<Avail>, std::greater<>> available;
     std::priority_queue<Wait, std::vector<Wait>, std::greater<>> waiting;
     std::vector<uint32_t> ready_colls;                       // at most one per ring (the chain)
@@ -162,8 +168,8 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
       released[i] = 1;
       if (g.ring[i] >= 0) return ready_colls.push_back(i);
       double r = readyTime(i);
-      if (r <= now) available.emplace(-g.level[i], i);
-      else waiting.emplace(r, -g.level[i], i);
+      if (r <= now) available.emplace(1 - g.feeds_coll[i], -g.level[i], i);
+      else waiting.emplace(r, 1 - g.feeds_coll[i], -g.level[i], i);
     };
     auto complete = [&](uint32_t i) {
       done[i] = 1;
@@ -199,12 +205,14 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
           break;
         }
       }
+      if (order.size() == n) break;
       while (!waiting.empty() && std::get<0>(waiting.top()) <= now) {
-        available.emplace(std::get<1>(waiting.top()), std::get<2>(waiting.top()));
+        auto [r, f, l, i] = waiting.top();
+        available.emplace(f, l, i);
         waiting.pop();
       }
       if (!available.empty()) {
-        uint32_t i = available.top().second;
+        uint32_t i = std::get<2>(available.top());
         available.pop();
         finish[i] = now = now + cost[i];
         complete(i);
@@ -216,7 +224,10 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
         const auto& q = inflight[g.ring[c]];
         if (!q.empty() && (next < 0 || q.front() < next)) next = q.front();
       }
-      if (next < 0) throw std::logic_error("overlap scheduler: no op can be scheduled");
+      if (next < 0)
+        throw std::logic_error("overlap scheduler: no op can be scheduled (" + std::to_string(order.size()) + " of " +
+                               std::to_string(n) + ", lowest " + std::to_string(lo) + " " + std::string(region[lo]->type) +
+                               " waits on " + std::to_string(indeg[lo]) + ")");
       now = std::max(now, next);
     }
   }

@@ -70,8 +70,9 @@ struct RegionSchedule {
 // its own stream. Dependencies: true, anti and output dependencies through vars (in-place ops
 // included), and a chain through each ring's collectives (never reordered relative to each other).
 // Each step issues every ready collective its ring has room for, then runs the ready compute op
-// that is not waiting on a collective with the longest cost path to the region's end (collectives
-// included; ties: program order); only when every ready op waits on a collective does it wait,
+// that is not waiting on a collective, preferring one whose output a collective reads (issue
+// collectives as early as their inputs allow), then the longest cost path to the region's end
+// (collectives included), then program order; only when every ready op waits on a collective does it wait,
 // for the earliest.
 // O((n + edges) log n).
 RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& cost, const ScheduleOptions& opts);
