@@ -43,7 +43,7 @@ std::string fraction(double f) {
 class OverlapCollectives final : public Pass {
  public:
   struct Options {
-    int64_t max_in_flight = 2;
+    int64_t max_in_flight = 4;
     double memory_cap = 0.05;
     std::string phases = "backward";
     std::string preset = "h100-nvlink";
