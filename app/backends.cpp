@@ -1,9 +1,12 @@
 #include "backends.h"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/cpu_budget.h"
 #include "runtime/local_backend.h"
 #include "support/error.h"
 #ifdef SPOPT_HAVE_MPI
@@ -47,6 +50,33 @@ std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::Back
 #endif
   }
   throw InputError("--backend", "", "unknown backend '" + name + "' (local, mpi, nccl)");
+}
+
+rt::LinkModel parseLink(const std::string& text, const std::string& backend) {
+  rt::LinkModel link;
+  if (text.empty()) return link;
+  auto bad = [&](const std::string& why) { throw InputError("--link", "", "'" + text + "': " + why); };
+  if (backend != "local" && backend != "mpi") bad("--link models a network for the local and mpi backends only");
+  size_t comma = text.find(',');
+  auto number = [&](const std::string& part, const char* what) {
+    char* end = nullptr;
+    double v = std::strtod(part.c_str(), &end);
+    if (part.empty() || !end || *end || !std::isfinite(v) || v < 0) bad(std::string(what) + " must be a number >= 0");
+    return v;
+  };
+  link.gbps = number(text.substr(0, comma), "BW_GBPS");
+  if (link.gbps <= 0) bad("BW_GBPS must be > 0");
+  if (comma != std::string::npos) link.latency_us = number(text.substr(comma + 1), "LATENCY_US");
+  return link;
+}
+
+void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks) {
+  if (backend.name() == "nccl") return;
+  const char* off = std::getenv("SPOPT_CPU_BUDGET");
+  int hosted = int(backend.hostedRanks(ranks).size());
+  int on_host = backend.ranksOnHost(hosted);  // collective under mpi: every process calls it
+  if (off && std::string(off) == "off") return;
+  rt::configureCpuBudget(hosted, on_host);
 }
 
 int reportCurrentError(rt::Backend& backend) {

@@ -2,6 +2,7 @@
 // Picks a replay backend by name; "mpi" and "nccl" exist only when the build found MPI / CUDA+NCCL.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/communicator.h"
 
@@ -9,6 +10,15 @@ namespace spopt::app {
 
 // Throws InputError for an unknown backend or one this build lacks.
 std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::BackendOptions& opts);
+
+// --link BW_GBPS[,LATENCY_US] ("" = off). Throws InputError (exit 2) for a malformed value or
+// for a backend that does not model links (nccl has real ones).
+rt::LinkModel parseLink(const std::string& text, const std::string& backend);
+
+// The thread budget for a run of `ranks` on `backend` (runtime/cpu_budget.h): OpenBLAS threads per
+// GEMM and the core gate. Not for nccl (its GEMMs run on GPUs). SPOPT_CPU_BUDGET=off leaves
+// OpenBLAS at its full width and no gate (the behaviour before the budget, for benchmarks).
+void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks);
 
 // Call from a catch block while `backend` lives: reports the exception being handled and returns
 // its exit code. Under mpi only rank 0 prints, and no process may exit before it has.

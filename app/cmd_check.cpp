@@ -20,6 +20,8 @@ struct Options {
   std::string before, after, backend = "local", backend_after, inputs;
   uint64_t seed = 0;
   double rtol = 1e-5, atol = 1e-6, timeout_s = 60;
+  std::string link;
+  bool single_stream = false;
 };
 
 std::string rankSet(const std::vector<int64_t>& r) {
@@ -40,7 +42,8 @@ std::string cell(const nlohmann::ordered_json& v) {
 }
 
 int runCheck(const Options& o) {
-  rt::BackendOptions bo{std::chrono::milliseconds(int64_t(o.timeout_s * 1000))};
+  const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s * 1000));
+  rt::BackendOptions bo{timeout, parseLink(o.link, o.backend)};
   // --backend-after: replay AFTER on another in-process backend than BEFORE (local vs nccl), in a
   // separate run after BEFORE's (also when both names are equal: then it tests this path).
   if (!o.backend_after.empty() && (o.backend == "mpi" || o.backend_after == "mpi"))
@@ -63,6 +66,9 @@ int runCheck(const Options& o) {
     for (const auto* job : {before.get(), after.get()})
       for (const auto& p : job->programs) rt::checkReplayable(*p);
     rt::ExecOptions eo{o.seed, o.inputs, false};
+    eo.single_stream = o.single_stream;
+    eo.timeout = timeout;
+    configureThreads(*backend, ranks);
     rt::Tolerance tol{o.rtol, o.atol};
 
     auto compare = [&](const rt::RankRun& b, const rt::RankRun& a) {
@@ -150,7 +156,14 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
                        sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
-                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str()->check(CLI::PositiveNumber);
+                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective or another of its streams")
+                           ->capture_default_str()
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--link", o->link,
+                                      "BW_GBPS[,LATENCY_US]: every collective takes at least latency + ring bytes / bandwidth (GB/s) of "
+                                      "wall time (local, mpi)");
+                       sub.add_flag("--single-stream", o->single_stream,
+                                    "Run every op on the compute stream in program order, ignoring execution_stream");
                        return [o] { return runCheck(*o); };
                      }}};
 

@@ -21,6 +21,8 @@ struct Options {
   std::string job, backend = "local", dump, trace, inputs;
   uint64_t seed = 0;
   double timeout_s = 60;
+  std::string link;
+  bool single_stream = false;
   bool blas_probe = false;
 };
 
@@ -36,7 +38,8 @@ std::string bytesText(double b) {
 int runReplay(const Options& o) {
   if (o.blas_probe) return printBlasProbe();
   if (o.job.empty()) throw InputError("replay", "", "a JOB file is required");
-  rt::BackendOptions bo{std::chrono::milliseconds(int64_t(o.timeout_s * 1000))};
+  const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s * 1000));
+  rt::BackendOptions bo{timeout, parseLink(o.link, o.backend)};
   auto backend = makeBackend(o.backend, bo);
   try {
     auto job = loadVerifiedJob(o.job);
@@ -44,6 +47,9 @@ int runReplay(const Options& o) {
     auto ranks = rt::replayRanks(*job);
     for (const auto& p : job->programs) rt::checkReplayable(*p);
     rt::ExecOptions eo{o.seed, o.inputs, !o.trace.empty()};
+    eo.single_stream = o.single_stream;
+    eo.timeout = timeout;
+    configureThreads(*backend, ranks);
 
     std::mutex mu;
     std::map<int64_t, rt::RankRun> hosted;  // kept for --dump, written once every rank succeeded
@@ -97,7 +103,14 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");
                        sub.add_option("--trace", o->trace, "Write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
-                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective")->capture_default_str()->check(CLI::PositiveNumber);
+                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective or another of its streams")
+                           ->capture_default_str()
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--link", o->link,
+                                      "BW_GBPS[,LATENCY_US]: every collective takes at least latency + ring bytes / bandwidth (GB/s) of "
+                                      "wall time (local, mpi)");
+                       sub.add_flag("--single-stream", o->single_stream,
+                                    "Run every op on the compute stream in program order, ignoring execution_stream");
                        sub.add_flag("--blas-probe", o->blas_probe, "Print the OpenBLAS core and its sgemm GFLOP/s, then exit");
                        return [o] { return runReplay(*o); };
                      }}};

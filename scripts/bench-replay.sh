@@ -2,7 +2,11 @@
 # Replay throughput: achieved GEMM GFLOP/s of `sp-opt replay` on a generated transformer job,
 # against the sgemm rate of the same OpenBLAS in the same binary (sp-opt replay --blas-probe),
 # and the fraction of op time spent outside GEMMs (from --trace). Prints a markdown table.
-# Usage: scripts/bench-replay.sh [SP_OPT]   (env: TP LAYERS BATCH SEQ HIDDEN HEADS REPS; GEN=another
+# One row per rank count (RANKS, default "1 2 4": the same model at --tp 1, 2, 4, so the same
+# GEMM FLOPs split over more ranks) and thread budget: "off" is OpenBLAS at full width in every rank
+# thread (SPOPT_CPU_BUDGET=off, the behaviour before the budget), "on" the budget of
+# runtime/cpu_budget.h (BLAS threads = cores / ranks, a core gate for kernels).
+# Usage: scripts/bench-replay.sh [SP_OPT]   (env: RANKS LAYERS BATCH SEQ HIDDEN HEADS REPS; GEN=another
 # sp-opt binary that has `gen`, when SP_OPT lacks it)
 # Uses `sp-opt gen gpt` when the binary has it (training step: forward, backward, sgd), else the
 # forward-only MLP job of scripts/testgen/tp_mlp_job.py. Not part of ctest.
@@ -10,36 +14,39 @@ set -euo pipefail
 SP_OPT=${1:-build/sp-opt}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 GEN=${GEN:-$SP_OPT}
-TP=${TP:-2} LAYERS=${LAYERS:-4} BATCH=${BATCH:-4} SEQ=${SEQ:-128} HIDDEN=${HIDDEN:-512} HEADS=${HEADS:-8} REPS=${REPS:-3}
+RANKS=${RANKS:-1 2 4} LAYERS=${LAYERS:-4} BATCH=${BATCH:-4} SEQ=${SEQ:-128} HIDDEN=${HIDDEN:-512} HEADS=${HEADS:-8} REPS=${REPS:-3}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 "$SP_OPT" replay --blas-probe > "$tmp/probe.txt"
 core=$(awk '/^blas_core/ {print $2}' "$tmp/probe.txt")
 sgemm=$(awk '/^sgemm_gflops/ {if ($3 > m) m = $3} END {print m}' "$tmp/probe.txt")
 
-if "$GEN" --help | grep -qE "^  gen +"; then
-  model="gen gpt --tp $TP --layers $LAYERS --batch $BATCH --seq $SEQ --hidden $HIDDEN --heads $HEADS --dropout 0"
-  "$GEN" gen gpt --tp "$TP" --layers "$LAYERS" --batch "$BATCH" --seq "$SEQ" --hidden "$HIDDEN" --heads "$HEADS" \
-    --dropout 0 -o "$tmp/job.json" > /dev/null
-else
-  model="tp_mlp_job.py --tp $TP --layers $LAYERS --tokens $((BATCH * SEQ)) --hidden $HIDDEN (forward only; no sp-opt gen)"
-  python3 "$SRC/scripts/testgen/tp_mlp_job.py" --tp "$TP" --layers "$LAYERS" --tokens $((BATCH * SEQ)) --hidden "$HIDDEN" -o "$tmp/job.json"
-fi
-
-best=""
-for rep in $(seq "$REPS"); do
-  start=$(date +%s.%N)
-  "$SP_OPT" replay "$tmp/job.json" --trace "$tmp/trace.json" > "$tmp/out.txt"
-  wall=$(echo "$(date +%s.%N) - $start" | bc -l)
-  # The executor's time: the slowest rank (ranks run concurrently), without load and input filling.
-  run=$(awk '$1 == "rank" && $4 == "ms" {if ($3 > m) m = $3} END {print m / 1000}' "$tmp/out.txt")
-  if [ -z "$best" ] || [ "$(echo "$run < $best" | bc -l)" = 1 ]; then best=$run; best_wall=$wall; cp "$tmp/trace.json" "$tmp/best.json"; fi
-done
-
-python3 - "$tmp/job.json" "$tmp/best.json" "$best" "$sgemm" "$core" "$model" "$best_wall" <<'PY'
+have_gen=0
+"$GEN" --help | grep -qE "^  gen +" && have_gen=1
+rows=""
+for TP in $RANKS; do
+  if [ $have_gen = 1 ]; then
+    model="gen gpt --tp $TP --layers $LAYERS --batch $BATCH --seq $SEQ --hidden $HIDDEN --heads $HEADS --dropout 0"
+    "$GEN" gen gpt --tp "$TP" --layers "$LAYERS" --batch "$BATCH" --seq "$SEQ" --hidden "$HIDDEN" --heads "$HEADS" \
+      --dropout 0 -o "$tmp/job.json" > /dev/null
+  else
+    model="tp_mlp_job.py --tp $TP --layers $LAYERS --tokens $((BATCH * SEQ)) --hidden $HIDDEN (forward only; no sp-opt gen)"
+    python3 "$SRC/scripts/testgen/tp_mlp_job.py" --tp "$TP" --layers "$LAYERS" --tokens $((BATCH * SEQ)) --hidden "$HIDDEN" -o "$tmp/job.json"
+  fi
+  for budget in off on; do
+    best=""
+    for rep in $(seq "$REPS"); do
+      start=$(date +%s.%N)
+      SPOPT_CPU_BUDGET=$budget "$SP_OPT" replay "$tmp/job.json" --trace "$tmp/trace.json" > "$tmp/out.txt"
+      wall=$(echo "$(date +%s.%N) - $start" | bc -l)
+      # The executor's time: the slowest rank (ranks run concurrently), without load and input filling.
+      run=$(awk '$1 == "rank" && $4 == "ms" {if ($3 > m) m = $3} END {print m / 1000}' "$tmp/out.txt")
+      if [ -z "$best" ] || [ "$(echo "$run < $best" | bc -l)" = 1 ]; then best=$run; best_wall=$wall; cp "$tmp/trace.json" "$tmp/best.json"; fi
+    done
+    rows+=$(python3 - "$tmp/job.json" "$tmp/best.json" "$best" "$sgemm" "$best_wall" "$budget" <<'PY'
 import json, sys
 job, trace = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-wall, sgemm, core, model, cmd_wall = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6], float(sys.argv[7])
+wall, sgemm, cmd_wall, budget = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 def numel(s):
     n = 1
     for d in s: n *= d
@@ -63,10 +70,14 @@ total = sum(e['dur'] for e in ev)
 gemm = sum(e['dur'] for e in ev if e['name'].startswith('matmul_v2'))
 ranks = len(job['programs'])
 ops = sum(len(b['ops']) for p in job['programs'] for b in p['blocks'])
-print(f"model: {model}")
-print(f"OpenBLAS core: {core} (openblas_get_corename); OPENBLAS_CORETYPE={__import__('os').environ.get('OPENBLAS_CORETYPE', 'unset')}")
-print()
-print("| ranks | ops | GEMM GFLOP | executor s (slowest rank) | command s | achieved GFLOP/s | sgemm probe GFLOP/s | of probe | op time outside GEMMs |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-print(f"| {ranks} | {ops} | {flops/1e9:.2f} | {wall:.3f} | {cmd_wall:.3f} | {flops/1e9/wall:.1f} | {sgemm:.1f} | {flops/1e9/wall/sgemm*100:.0f}% | {(1-gemm/total)*100 if total else 0:.0f}% |")
+print(f"| {ranks} | {budget} | {ops} | {flops/1e9:.2f} | {wall:.3f} | {cmd_wall:.3f} | {flops/1e9/wall:.1f} | {flops/1e9/wall/sgemm*100:.0f}% | {(1-gemm/total)*100 if total else 0:.0f}% |")
 PY
+)$'\n'
+  done
+done
+echo "model: $model (rows: --tp = ranks)"
+echo "OpenBLAS core: $core (openblas_get_corename); OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; cores: $(nproc); sgemm probe $sgemm GFLOP/s"
+echo
+echo "| ranks | thread budget | ops | GEMM GFLOP | executor s (slowest rank) | command s | achieved GFLOP/s | of probe | op time outside GEMMs |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+printf "%s" "$rows"

@@ -18,12 +18,14 @@
 // Its dist_attr takes process_mesh and chunk_id from the all-reduce input's var, as the seed
 // does, and runs on the default stream.
 //
-// Linear: one walk over every op, O(1) work per use of each var touched; op positions are
-// computed once per program, before anything changes (they are also what messages report).
-#include <algorithm>
+// The pass is the loop, the agreement and the rewrite; the pattern is allreduce_split_match.h,
+// the cross-rank alignment analysis/ring_order.h, the new op ir/op_builder.h.
+// Linear: one walk over every op, O(1) work per use of each var touched; positions are the
+// blocks' cached ones, read before anything changes (they are also what messages report).
 #include <unordered_set>
 
-#include "analysis/collectives.h"
+#include "analysis/ring_order.h"
+#include "ir/op_builder.h"
 #include "passes/allreduce_split_match.h"
 #include "passes/builtin_passes.h"
 
@@ -31,7 +33,6 @@ namespace spopt {
 namespace {
 
 struct Candidate {
-  Program* program = nullptr;
   Op* allreduce = nullptr;
   Collective coll{};
   AllReduceSplitResult result;  // this rank's own checks
@@ -40,6 +41,7 @@ struct Candidate {
   std::string code, reason;     // why not fused (this rank's refusal, or its peers')
   std::string note_code, note;  // a caveat on a fused one
 };
+
 class FuseAllreduceSplit final : public Pass {
  public:
   struct Options {
@@ -51,18 +53,18 @@ class FuseAllreduceSplit final : public Pass {
 
   bool run(Job& job, PassContext& ctx) override {
     job_ = &job;
-    index();
+    collectCandidates();
     AllReduceSplitEnv env;
     env.job = &job;
-    env.position = [this](const Op* op) { return pos(op); };
-    env.fetched = [this](const Var* v) { return isFetched(v); };
+    env.position = [](const Op* op) { return uint32_t(op->block->indexOf(op)); };
+    env.fetched = [this](const Var* v) { return fetched_[v->block->program->position].count(v->name) > 0; };
     env.reshard_only = opts_.reshard_only;
     for (Candidate& c : cands_) {
       c.result = matchAllReduceSplit(*c.allreduce, c.coll, env);
       c.code = c.result.refusal.code;
       c.reason = c.result.refusal.reason;
     }
-    decide();
+    decide(RingOrder(job));
     bool changed = false;
     for (Candidate& c : cands_) {
       if (!c.result.candidate) continue;
@@ -85,166 +87,108 @@ class FuseAllreduceSplit final : public Pass {
  private:
   Options opts_;
   Job* job_ = nullptr;
-  std::vector<Candidate> cands_;                      // every all-reduce, in program/block/op order
-  std::vector<std::vector<int32_t>> cand_of_;         // [program position][op id] -> index in cands_, or -1
-  std::vector<std::vector<uint32_t>> pos_;            // [program position][op id] -> index in block
+  std::vector<Candidate> cands_;               // every all-reduce, in program/block/op order
+  std::vector<std::vector<int32_t>> cand_of_;  // [program position][op id] -> index in cands_, or -1
   std::vector<std::unordered_set<std::string_view>> fetched_;  // [program position]
-  std::vector<std::map<int64_t, std::vector<const Op*>>> rings_;  // [program position] -> ring -> issue order
 
-  // --- positions and descriptions (for messages and ordering checks) ---
-
-  // One walk over every op: positions, each ring's collectives in issue order (the same order as
-  // collectivesByRing), and the all-reduces, which are checked once every position is known.
-  void index() {
+  void collectCandidates() {
     size_t np = job_->programs.size();
-    pos_.assign(np, {});
     cand_of_.assign(np, {});
     fetched_.assign(np, {});
-    rings_.assign(np, {});
     for (auto& p : job_->programs) {
-      auto& v = pos_[p->position];
-      v.assign(p->next_op_id, 0);
       cand_of_[p->position].assign(p->next_op_id, -1);
-      for (auto& b : p->blocks) {
-        uint32_t i = 0;
+      for (auto& b : p->blocks)
         for (Op& op : b->ops) {
-          v[op.id] = i++;
           auto coll = asCollective(op);
-          if (!coll || !communicates(*coll)) continue;
-          rings_[p->position][coll->ring_id].push_back(&op);
-          if (coll->kind != CollectiveKind::AllReduce) continue;
+          if (!coll || coll->kind != CollectiveKind::AllReduce) continue;
           cand_of_[p->position][op.id] = int32_t(cands_.size());
-          Candidate c;
-          c.program = p.get();
-          c.allreduce = &op;
-          c.coll = *coll;
-          cands_.push_back(std::move(c));
+          cands_.push_back({&op, *coll, {}, false, {}, {}, {}, {}});
         }
-      }
       fetched_[p->position].insert(p->fetch.begin(), p->fetch.end());
     }
   }
-  uint32_t pos(const Op* op) const { return pos_[op->block->program->position][op->id]; }
-  bool isFetched(const Var* v) const { return fetched_[v->block->program->position].count(v->name) > 0; }
+  Candidate* candidateAt(const Op& op) {
+    int32_t i = cand_of_[op.block->program->position][op.id];
+    return i < 0 ? nullptr : &cands_[size_t(i)];
+  }
 
   ExplainRecord record(const Candidate& c, const std::string& code, const std::string& reason) const {
     ExplainRecord r;
-    r.rank = c.program->rank;
+    r.rank = c.allreduce->block->program->rank;
     r.block_idx = c.allreduce->block->idx;
-    r.op_index = pos(c.allreduce);
+    r.op_index = c.allreduce->block->indexOf(c.allreduce);
     r.op_type = std::string(c.allreduce->type);
     r.code = code;
     r.reason = reason;
     return r;
   }
 
-  // --- cross-rank agreement ---
+  // --- cross-rank agreement: a position is fused on every member of its ring or on none ---
 
-  void decide() {
-    int64_t fused_positions = 0;
+  void decide(const RingOrder& order) {
+    int64_t fused_positions = 0;  // max-fusions counts in group (file) order, then issue order
     for (const ProcessGroup& g : job_->groups) {
-      // The ring's collectives on each member rank present, in issue order.
-      std::vector<std::pair<int64_t, const std::vector<const Op*>*>> members;
-      std::vector<int64_t> absent;
-      for (int64_t r : g.ranks) {
-        Program* p = job_->program(r);
-        if (!p) {
-          absent.push_back(r);
-          continue;
-        }
-        auto& rings = rings_[p->position];
-        auto it = rings.find(g.ring_id);
-        members.emplace_back(r, it == rings.end() ? &kNoOps : &it->second);
-      }
-      size_t len = 0;
-      for (auto& m : members) len = std::max(len, m.second->size());
-      for (size_t k = 0; k < len; ++k) decidePosition(g, members, absent, k, fused_positions);
+      const Ring* ring = order.ring(g.ring_id);
+      if (!ring) continue;
+      for (size_t k = 0; k < ring->length(); ++k) decidePosition(g, *ring, k, fused_positions);
     }
   }
 
-  static inline const std::vector<const Op*> kNoOps{};
-
-  void decidePosition(const ProcessGroup& g, const std::vector<std::pair<int64_t, const std::vector<const Op*>*>>& members,
-                      const std::vector<int64_t>& absent, size_t k, int64_t& fused_positions) {
-    std::vector<Candidate*> here;  // this position's all-reduce on each member present
-    int64_t blocker_rank = 0;
-    std::string blocker_why;
-    for (const auto& [rank, ops_ptr] : members) {
-      const auto& ops = *ops_ptr;
-      Candidate* c = nullptr;
-      if (k < ops.size()) {
-        int32_t i = cand_of_[ops[k]->block->program->position][ops[k]->id];
-        if (i >= 0) c = &cands_[size_t(i)];
-      }
-      if (c) here.push_back(c);
-      if (!blocker_why.empty() || (c && c->ok())) continue;
-      blocker_rank = rank;
-      if (!c)
-        blocker_why = k < ops.size() ? "its collective #" + std::to_string(k) + " is " + std::string(ops[k]->type) + ", not an all-reduce"
-                                     : "it issues no collective #" + std::to_string(k);
-      else
-        blocker_why = c->reason;
-    }
-    bool agree = blocker_why.empty();
+  void decidePosition(const ProcessGroup& g, const Ring& ring, size_t k, int64_t& fused_positions) {
+    Agreement a = agreeAt(ring, k, [&](const RingIssuer&, const Op& op) -> std::optional<std::string> {
+      const Candidate* c = candidateAt(op);
+      if (!c) return "its collective #" + std::to_string(k) + " is " + std::string(op.type) + ", not an all-reduce";
+      if (!c->ok()) return c->reason;
+      return std::nullopt;
+    });
     bool within_limit = opts_.max_fusions < 0 || fused_positions < opts_.max_fusions;
-    if (agree && within_limit) ++fused_positions;
-    for (Candidate* c : here) {
-      if (!c->ok()) continue;  // keeps its own reason
-      if (!agree && !opts_.unsafe_skip_agreement) {
+    if (a.agree && within_limit) ++fused_positions;
+    for (const RingIssuer& m : ring.members) {
+      Candidate* c = k < m.ops.size() ? candidateAt(*m.ops[k]) : nullptr;
+      if (!c || !c->ok()) continue;  // keeps its own reason
+      if (!a.agree && !opts_.unsafe_skip_agreement) {
         c->code = "peer-refused";
-        c->reason = "rank " + std::to_string(blocker_rank) + " cannot fuse collective #" + std::to_string(k) + " of " + groupText(g) +
-                    " (" + blocker_why + "), so no rank of ring " + std::to_string(g.ring_id) + " does";
+        c->reason = "rank " + std::to_string(a.blocker_rank) + " cannot fuse collective #" + std::to_string(k) + " of " +
+                    groupText(g) + " (" + a.why + "), so no rank of ring " + std::to_string(g.ring_id) + " does";
         continue;
       }
-      if (agree && !within_limit) {
+      if (a.agree && !within_limit) {
         c->code = "limit";
         c->reason = "max-fusions=" + std::to_string(opts_.max_fusions) + " collectives already fused";
         continue;
       }
       c->fuse = true;
-      if (!absent.empty()) {
+      if (!ring.absent.empty()) {
         std::string list;
-        for (size_t i = 0; i < absent.size(); ++i) list += (i ? ", " : "") + std::to_string(absent[i]);
+        for (size_t i = 0; i < ring.absent.size(); ++i) list += (i ? ", " : "") + std::to_string(ring.absent[i]);
         c->note_code = "peers-absent";
-        c->note = "cross-rank agreement could not be checked: rank" + std::string(absent.size() > 1 ? "s " : " ") + list + " of " +
-                  groupText(g) + (absent.size() > 1 ? " are" : " is") + " not in this file";
-      } else if (!agree) {
+        c->note = "cross-rank agreement could not be checked: rank" + std::string(ring.absent.size() > 1 ? "s " : " ") + list +
+                  " of " + groupText(g) + (ring.absent.size() > 1 ? " are" : " is") + " not in this file";
+      } else if (!a.agree) {
         c->note_code = "agreement-skipped";
-        c->note = "fused although rank " + std::to_string(blocker_rank) + " cannot fuse collective #" + std::to_string(k) + " of " +
-                  groupText(g) + " (unsafe-skip-agreement=true)";
+        c->note = "fused although rank " + std::to_string(a.blocker_rank) + " cannot fuse collective #" + std::to_string(k) +
+                  " of " + groupText(g) + " (" + a.why + ") (unsafe-skip-agreement=true)";
       }
     }
   }
 
-  // --- the rewrite ---
+  // --- the rewrite: a reduce-scatter at the all-reduce's place, in its dialect ---
 
-  void rewrite(const AllReduceSplitMatch& c) {
-    Job& job = *job_;
-    Op& ar = *c.allreduce;
+  void rewrite(const AllReduceSplitMatch& m) {
+    Op& ar = *m.allreduce;
     Block& b = *ar.block;
-    Op rs = makeOp(job, collectiveOpType(CollectiveKind::ReduceScatter, c.coll.legacy));
-    addInput(rs, job, c.coll.in_slot, {c.x->name});
-    rs.inputs.back().args[0].var = c.x;
-    addOutput(rs, job, c.coll.out_slot, {c.kept->name});
-    rs.outputs.back().args[0].var = c.kept;
-    rs.attrs.setRaw(job.arena, "ring_id", *ar.attrs.find("ring_id"));
-    rs.attrs.setInt(job.arena, "nranks", int64_t(c.group->ranks.size()));
-    if (auto* ns = ar.attrs.find("op_namescope")) rs.attrs.setRaw(job.arena, "op_namescope", *ns);
-    if (auto* role = ar.attrs.find("op_role")) rs.attrs.setRaw(job.arena, "op_role", *role);
-    else if (auto* srole = c.split->attrs.find("op_role")) rs.attrs.setRaw(job.arena, "op_role", *srole);
+    CollectiveDesc desc{CollectiveKind::ReduceScatter, m.coll.ring_id, int64_t(m.group->ranks.size()), m.coll.legacy};
+    NewOp rs = OpBuilder(b).collective(desc, m.x, m.kept);
+    rs.attrRaw("ring_id", *ar.attrs.find("ring_id")).copyAttrs(ar, {"op_namescope", "op_role"});
+    if (!ar.attrs.find("op_role")) rs.copyAttrs(*m.split, {"op_role"});
     // Mesh and chunk from the input var (the seed's choice), else from the all-reduce itself.
-    const JsonObject* mesh_src = c.x->hasDistAttr() ? &c.x->dist_attr : ar.hasDistAttr() ? &ar.dist_attr : nullptr;
-    if (mesh_src) {
-      if (auto* mesh = mesh_src->find("process_mesh")) rs.dist_attr.setRaw(job.arena, "process_mesh", *mesh);
-      if (auto* chunk = mesh_src->find("chunk_id")) rs.dist_attr.setRaw(job.arena, "chunk_id", *chunk);
-      rs.dist_attr.setString(job.arena, "execution_stream", "default");
-      rs.fields.push_back({"dist_attr", {}});
-    }
-    b.insertOp(ar.self, std::move(rs));
-    b.eraseOp(c.split);
+    const JsonObject* mesh_src = m.x->hasDistAttr() ? &m.x->dist_attr : ar.hasDistAttr() ? &ar.dist_attr : nullptr;
+    if (mesh_src) rs.copyDistAttr(*mesh_src, {"process_mesh", "chunk_id"}).stream("default");
+    rs.insertBefore(ar);
+    b.eraseOp(m.split);
     b.eraseOp(&ar);
-    c.y->block->removeVar(c.y);
-    for (Var* d : c.dead) d->block->removeVar(d);
+    m.y->block->removeVar(m.y);
+    for (Var* d : m.dead) d->block->removeVar(d);
   }
 };
 

@@ -30,7 +30,11 @@ struct OpDesc {
   int64_t index = 0;    // position of the op in its block
   std::string file;     // job file as the user named it
   std::string pointer;  // JSON pointer of the op
+  std::string stream = "default";  // the execution stream issuing it
+  int64_t wire_bytes = 0;          // ring traffic of this rank (comm_stats.h), for --link
   std::string text() const;  // "c_allreduce_sum (rank 0, block 0, op 3)"
+  // " on stream 'NAME'" for a named stream, "" for the default one (timeout messages).
+  std::string onStream() const { return stream == "default" ? "" : " on stream '" + stream + "'"; }
 };
 
 // What each member announces at a ring position before any data moves.
@@ -82,6 +86,9 @@ class Communicator {
   virtual void broadcast(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) = 0;
   // This rank ran its whole program: members still waiting for it at a ring position fail at once.
   virtual void finish() {}
+  // Another stream of this rank failed: collectives waiting on other ranks give up (RankAborted)
+  // instead of waiting out the timeout. Called from any thread.
+  virtual void cancel() {}
 };
 
 struct ExecOptions;  // runtime/executor.h
@@ -110,6 +117,9 @@ class Backend {
   virtual void checkLaunch(const Job& job) const = 0;
   // Ranks this process runs, out of `ranks` (all of them for local, one for mpi).
   virtual std::vector<int64_t> hostedRanks(const std::vector<int64_t>& ranks) const = 0;
+  // Ranks running on this machine at once, of which this process runs `hosted` (the thread
+  // budget, cpu_budget.h): the local backend runs them all, mpi counts the host's processes.
+  virtual int ranksOnHost(int hosted) const { return hosted; }
   // Runs `task` for each of `ranks`; rethrows the error of the first rank that failed.
   // Returns every rank's result on the reporting process, nothing elsewhere.
   virtual std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) = 0;
@@ -122,8 +132,21 @@ class Backend {
   virtual int agreeOnExit(int code) { return code; }
 };
 
+// --link BW_GBPS[,LATENCY_US]: a collective takes at least latency + wire bytes / bandwidth of
+// wall time from the moment its last member arrived (the backend sleeps the rest), so that a
+// CPU replay shows what overlapping communication with compute saves. Off when gbps is 0.
+struct LinkModel {
+  double gbps = 0;        // GB/s (1e9 bytes per second) per rank
+  double latency_us = 0;
+  bool on() const { return gbps > 0; }
+  std::chrono::nanoseconds duration(int64_t wire_bytes) const {
+    return std::chrono::nanoseconds(int64_t(latency_us * 1e3 + double(wire_bytes) / gbps));
+  }
+};
+
 struct BackendOptions {
   std::chrono::milliseconds timeout{60'000};
+  LinkModel link{};
 };
 
 // Reduction helpers shared by the backends: elementwise, in group order (deterministic bits).

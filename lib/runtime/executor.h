@@ -1,10 +1,13 @@
 #pragma once
-// Runs one rank's program (block 0, ops in order) on a Communicator.
+// Runs one rank's program (block 0) on a Communicator: a thread per execution stream, ops of a
+// stream in program order, cross-stream dependencies as stream_plan.h states them (one stream,
+// and so no extra thread, when no op names another).
 //
 // Each op output is allocated from its var's declared dtype and shape; compute ops run their
-// kernel (findKernel), collectives go through the communicator. A var's buffer is released after
-// its last use (liveness from def-use, computed once per program); fetched and persistable vars
-// live to the end, so peak memory follows the program's liveness.
+// kernel (findKernel), collectives go through the communicator. A var's buffer is released once
+// every op that uses it, on every stream, has finished; fetched and persistable vars live to the
+// end, so peak memory follows the program's liveness.
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -21,6 +24,12 @@ struct ExecOptions {
   uint64_t seed = 0;
   std::string inputs_dir;  // DIR/VARNAME.npy replaces the generated value where present
   bool trace = false;      // record an event per op
+  // Run every op on one thread in program order, whatever execution_stream says (the reference
+  // a streamed replay must equal bit for bit).
+  bool single_stream = false;
+  // Bounds an op's wait for another stream of its rank (stream_plan.h) while no stream of the
+  // rank makes progress; collectives are bounded by the backend's own timeout.
+  std::chrono::milliseconds timeout{60'000};
 };
 
 struct TraceEvent {
@@ -30,6 +39,7 @@ struct TraceEvent {
   double start_us = 0, dur_us = 0;  // from the start of the rank's program
   int64_t ring = -1;
   int64_t bytes = 0;     // collective input bytes
+  std::string stream = "default";  // execution stream (a track of its own in the Chrome trace)
 };
 
 struct RankRun {

@@ -35,6 +35,7 @@ struct Post {
 struct Slot {
   std::vector<Post> posts;
   size_t arrived = 0, departed = 0;
+  Clock::time_point full_at{};  // when the last member arrived (--link counts from there)
 };
 
 struct Ring {
@@ -58,8 +59,12 @@ std::string rankList(const std::vector<int64_t>& r) {
 
 class LocalComm final : public Communicator {
  public:
-  LocalComm(std::shared_ptr<LocalWorld> world, int64_t rank, std::shared_ptr<AbortFlag> abort, std::chrono::milliseconds timeout)
-      : world_(std::move(world)), rank_(rank), abort_(std::move(abort)), timeout_(timeout) {}
+  LocalComm(std::shared_ptr<LocalWorld> world, int64_t rank, std::shared_ptr<AbortFlag> abort, const BackendOptions& opts)
+      : world_(std::move(world)), rank_(rank), abort_(std::move(abort)), timeout_(opts.timeout), link_(opts.link) {
+    // One counter per ring, made before any stream thread issues: the map never changes shape
+    // while streams of this rank use it (each ring's collectives come from one thread at a time).
+    for (const auto& [id, ring] : world_->rings) seq_[id] = 0;
+  }
   // A rank that fails unwinds through here: raise the abort first, so members waiting for it
   // report "aborted" (and the run reports this rank's error), not "ended its program".
   ~LocalComm() override {
@@ -113,11 +118,19 @@ class LocalComm final : public Communicator {
     world_->cv.notify_all();
   }
 
+  // This rank is failing (another of its streams threw): every member waiting gives up now.
+  void cancel() override {
+    abort_->raised = true;
+    std::lock_guard lk(world_->mu);
+    world_->cv.notify_all();
+  }
+
  private:
   std::shared_ptr<LocalWorld> world_;
   int64_t rank_;
   std::shared_ptr<AbortFlag> abort_;
   std::chrono::milliseconds timeout_;
+  LinkModel link_;
   std::unordered_map<int64_t, uint64_t> seq_;  // next position per ring
 
   template <typename Compute>
@@ -135,7 +148,7 @@ class LocalComm final : public Communicator {
     const size_t n = ring.ranks.size();
     checkCollectiveShapes(h.kind, in, out, int64_t(n), d);
 
-    const uint64_t seq = seq_[ring_id]++;
+    const uint64_t seq = seq_.at(ring_id)++;
     const auto deadline = Clock::now() + timeout_;
     std::unique_lock lk(world_->mu);
     auto& entry = ring.slots[seq];
@@ -145,7 +158,7 @@ class LocalComm final : public Communicator {
     }
     std::shared_ptr<Slot> slot = entry;
     slot->posts[size_t(pos)] = Post{h, &in, d, true};
-    ++slot->arrived;
+    if (++slot->arrived == n) slot->full_at = Clock::now();
     world_->cv.notify_all();
 
     // A member that gives up takes its post back: its input dies with it, and a late member must
@@ -171,8 +184,8 @@ class LocalComm final : public Communicator {
         fail(d.text() + ": rank " + rankList(gone) + " ended its program without issuing collective #" + std::to_string(seq) +
              " on ring " + std::to_string(ring_id) + " (rank " + std::to_string(rank_) + " issued " + h.text() + ")");
       if (timed_out)
-        fail(d.text() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s waiting on ring " +
-             std::to_string(ring_id) + " collective #" + std::to_string(seq) + " for rank " + rankList(missing));
+        fail(d.text() + d.onStream() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+             " s waiting on ring " + std::to_string(ring_id) + " collective #" + std::to_string(seq) + " for rank " + rankList(missing));
       world_->cv.wait_for(lk, kPollInterval);
     }
     // Every member compares against position 0, so all of them report the same mismatch.
@@ -199,6 +212,9 @@ class LocalComm final : public Communicator {
       world_->cv.wait_for(lk, kPollInterval);
     }
     ring.slots.erase(seq);  // the first to leave erases; the rest hold their shared_ptr
+    const auto link_done = slot->full_at + link_.duration(d.wire_bytes);
+    lk.unlock();
+    if (link_.on()) std::this_thread::sleep_until(link_done);
   }
 };
 
@@ -210,7 +226,7 @@ struct SharedRun {
 
 class RankFactory final : public CommFactory {
  public:
-  RankFactory(SharedRun& shared, int64_t rank, std::chrono::milliseconds timeout) : shared_(shared), rank_(rank), timeout_(timeout) {}
+  RankFactory(SharedRun& shared, int64_t rank, const BackendOptions& opts) : shared_(shared), rank_(rank), opts_(opts) {}
   std::unique_ptr<Communicator> make(const Job& job) override {
     std::shared_ptr<LocalWorld> world;
     {
@@ -222,13 +238,13 @@ class RankFactory final : public CommFactory {
       }
       world = shared_.worlds[calls_++];
     }
-    return std::make_unique<LocalComm>(std::move(world), rank_, shared_.abort, timeout_);
+    return std::make_unique<LocalComm>(std::move(world), rank_, shared_.abort, opts_);
   }
 
  private:
   SharedRun& shared_;
   int64_t rank_;
-  std::chrono::milliseconds timeout_;
+  BackendOptions opts_;
   size_t calls_ = 0;
 };
 
@@ -245,7 +261,7 @@ class LocalBackend final : public Backend {
     std::mutex err_mu;
     std::exception_ptr first_error, first_abort;
     auto body = [&](size_t i) {
-      RankFactory comms(shared, ranks[i], opts_.timeout);
+      RankFactory comms(shared, ranks[i], opts_);
       try {
         results[i] = task(ranks[i], comms);
       } catch (const RankAborted&) {

@@ -156,6 +156,7 @@ nlohmann::ordered_json eventsToJson(const std::vector<TraceEvent>& events) {
   auto arr = nlohmann::ordered_json::array();
   for (const auto& e : events) {
     nlohmann::ordered_json j{{"name", e.name}, {"op", e.index}, {"ts", e.start_us}, {"dur", e.dur_us}};
+    if (e.stream != "default") j["stream"] = e.stream;
     if (e.collective) {
       j["ring"] = e.ring;
       j["bytes"] = e.bytes;
@@ -169,15 +170,29 @@ std::string chromeTrace(const std::map<int64_t, nlohmann::ordered_json>& events_
   nlohmann::ordered_json out;
   auto& ev = out["traceEvents"] = nlohmann::ordered_json::array();
   for (const auto& [rank, events] : events_by_rank) {
-    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", rank}, {"args", {{"name", "rank " + std::to_string(rank)}}}});
+    // A process per rank, a thread (track) per execution stream: the default stream keeps tid =
+    // rank, stream k > 0 of the rank (in order of first op) gets rank + 1000 k.
+    const std::string who = "rank " + std::to_string(rank);
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", rank}, {"args", {{"name", who}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", rank}, {"args", {{"name", who}}}});
+    std::map<std::string, int64_t> tids{{"default", rank}};
+    auto tidOf = [&](const nlohmann::ordered_json& e) {
+      std::string stream = e.contains("stream") ? e["stream"].get<std::string>() : "default";
+      auto [it, fresh] = tids.try_emplace(stream, rank + 1000 * int64_t(tids.size()));
+      if (fresh)
+        ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", it->second},
+                      {"args", {{"name", who + " stream " + stream}}}});
+      return it->second;
+    };
     for (const auto& e : events) {
+      const int64_t tid = tidOf(e);
       bool coll = e.contains("ring");
       nlohmann::ordered_json args{{"op", e["op"]}};
       if (coll) {
         args["ring"] = e["ring"];
         args["bytes"] = e["bytes"];
       }
-      ev.push_back({{"name", e["name"]}, {"cat", coll ? "collective" : "compute"}, {"ph", "X"}, {"pid", 0}, {"tid", rank},
+      ev.push_back({{"name", e["name"]}, {"cat", coll ? "collective" : "compute"}, {"ph", "X"}, {"pid", rank}, {"tid", tid},
                     {"ts", e["ts"]}, {"dur", e["dur"]}, {"args", args}});
     }
   }

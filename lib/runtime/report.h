@@ -35,8 +35,8 @@ nlohmann::ordered_json compareTensors(const std::string& name, const Tensor& bef
 void dumpRank(const std::string& dir, const RankRun& run);
 
 nlohmann::ordered_json eventsToJson(const std::vector<TraceEvent>& events);
-// Chrome trace-event JSON: one track (tid) per rank, complete events ("ph":"X") per op; collective
-// spans carry their ring and bytes.
+// Chrome trace-event JSON: a process (pid) per rank, a track (tid) per execution stream of it,
+// complete events ("ph":"X") per op; collective spans carry their ring and bytes.
 std::string chromeTrace(const std::map<int64_t, nlohmann::ordered_json>& events_by_rank);
 
 // Every rank a replay of `job` runs (its programs), checked: every member of a group that a

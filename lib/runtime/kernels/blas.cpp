@@ -22,6 +22,7 @@ Blas open() {
   if (auto core = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename")))
     if (const char* name = core()) b.core = name;
   if (auto threads = reinterpret_cast<int (*)()>(dlsym(lib, "openblas_get_num_threads"))) b.threads = threads();
+  b.set_threads = reinterpret_cast<void (*)(int)>(dlsym(lib, "openblas_set_num_threads"));
   return b;  // the library stays open for the process's life
 }
 
@@ -30,6 +31,10 @@ Blas open() {
 const Blas& blas() {
   static const Blas b = open();
   return b;
+}
+
+void blasSetThreads(int n) {
+  if (blas().set_threads && n > 0) blas().set_threads(n);
 }
 
 }  // namespace spopt::rt

@@ -13,9 +13,14 @@ struct Blas {
   decltype(&cblas_dgemm) dgemm = nullptr;
   std::string core = "unknown";  // OpenBLAS's kernel set, for benchmark logs
   int threads = 0;               // OpenBLAS's thread count (0 when not OpenBLAS)
+  void (*set_threads)(int) = nullptr;  // openblas_set_num_threads (process-wide), when present
 };
 
 // Opens the library found at configure time; throws std::runtime_error when it cannot.
 const Blas& blas();
+
+// OpenBLAS's thread count for every later GEMM of the process (no-op for another BLAS). Call it
+// while no GEMM runs.
+void blasSetThreads(int n);
 
 }  // namespace spopt::rt

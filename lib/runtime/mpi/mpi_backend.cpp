@@ -2,7 +2,9 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -16,12 +18,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Streams of a rank issue MPI calls from several threads: one at a time (MPI_THREAD_SERIALIZED).
+std::mutex& mpiMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 // Polls `req` until it completes (true) or `deadline` passes (false; the request stays pending).
-bool completesBy(MPI_Request& req, Clock::time_point deadline) {
+// A raised `cancelled` (another stream of this rank failed) throws RankAborted.
+bool completesBy(MPI_Request& req, Clock::time_point deadline, const std::atomic<bool>* cancelled = nullptr) {
   int done = 0;
   for (unsigned spin = 0;; ++spin) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    {
+      std::lock_guard lk(mpiMutex());
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    }
     if (done) return true;
+    if (cancelled && *cancelled) throw RankAborted("aborted: another stream of this rank failed");
     if (Clock::now() >= deadline) return false;
     if (spin < 64) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -56,6 +69,7 @@ struct MpiRing {
   std::vector<int64_t> ranks;
   int position = -1;
   uint64_t seq = 0;
+  Clock::time_point met{};  // when the members' headers of the current collective met (--link)
 };
 
 int checkedCount(size_t bytes, const OpDesc& d) {
@@ -65,7 +79,7 @@ int checkedCount(size_t bytes, const OpDesc& d) {
 
 class MpiComm final : public Communicator {
  public:
-  MpiComm(const Job& job, int64_t rank, std::chrono::milliseconds timeout) : rank_(rank), timeout_(timeout) {
+  MpiComm(const Job& job, int64_t rank, const BackendOptions& opts) : rank_(rank), timeout_(opts.timeout), link_(opts.link) {
     // Collective over MPI_COMM_WORLD: every process creates every ring, in file order.
     for (const auto& g : job.groups) {
       int pos = g.positionOf(rank);
@@ -80,16 +94,18 @@ class MpiComm final : public Communicator {
   }
 
   int64_t rank() const override { return rank_; }
+  void cancel() override { cancelled_ = true; }
 
   void allReduce(int64_t ring_id, const Tensor& in, Tensor& out, ReduceOp op, const OpDesc& d) override {
     MpiRing& r = announce(ring_id, {CollectiveKind::AllReduce, in.dtype(), in.numel(), int64_t(op)}, in, out, d);
     const size_t n = r.ranks.size(), bytes = in.bytes();
     std::vector<std::byte> all(n * bytes);
     MPI_Request req;
-    MPI_Iallgather(in.raw(), checkedCount(bytes, d), MPI_BYTE, all.data(), int(bytes), MPI_BYTE, r.comm, &req);
+    locked([&] { MPI_Iallgather(in.raw(), checkedCount(bytes, d), MPI_BYTE, all.data(), int(bytes), MPI_BYTE, r.comm, &req); });
     wait(req, r, ring_id, d);
     for (size_t i = 0; i < n; ++i) reduceInto(out, all.data() + i * bytes, in.numel(), op, i == 0);
     finishReduce(out, op, int64_t(n));
+    linkDelay(r, d);
   }
 
   void reduceScatter(int64_t ring_id, const Tensor& in, Tensor& out, const OpDesc& d) override {
@@ -98,16 +114,18 @@ class MpiComm final : public Communicator {
     // Member j receives chunk j of every input: then each adds its n pieces in group order.
     std::vector<std::byte> pieces(n * chunk);
     MPI_Request req;
-    MPI_Ialltoall(in.raw(), checkedCount(chunk, d), MPI_BYTE, pieces.data(), int(chunk), MPI_BYTE, r.comm, &req);
+    locked([&] { MPI_Ialltoall(in.raw(), checkedCount(chunk, d), MPI_BYTE, pieces.data(), int(chunk), MPI_BYTE, r.comm, &req); });
     wait(req, r, ring_id, d);
     for (size_t i = 0; i < n; ++i) reduceInto(out, pieces.data() + i * chunk, out.numel(), ReduceOp::Sum, i == 0);
+    linkDelay(r, d);
   }
 
   void allGather(int64_t ring_id, const Tensor& in, Tensor& out, const OpDesc& d) override {
     MpiRing& r = announce(ring_id, {CollectiveKind::AllGather, in.dtype(), in.numel(), 0}, in, out, d);
     MPI_Request req;
-    MPI_Iallgather(in.raw(), checkedCount(in.bytes(), d), MPI_BYTE, out.raw(), int(in.bytes()), MPI_BYTE, r.comm, &req);
+    locked([&] { MPI_Iallgather(in.raw(), checkedCount(in.bytes(), d), MPI_BYTE, out.raw(), int(in.bytes()), MPI_BYTE, r.comm, &req); });
     wait(req, r, ring_id, d);
+    linkDelay(r, d);
   }
 
   void broadcast(int64_t ring_id, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) override {
@@ -118,21 +136,35 @@ class MpiComm final : public Communicator {
     if (root_pos < 0) throw InputError(d.file, d.pointer, d.text() + ": root " + std::to_string(root) + " is not a member of ring " + std::to_string(ring_id));
     if (r.position == root_pos && in.bytes()) std::memcpy(out.raw(), in.raw(), in.bytes());
     MPI_Request req;
-    MPI_Ibcast(out.raw(), checkedCount(out.bytes(), d), MPI_BYTE, root_pos, r.comm, &req);
+    locked([&] { MPI_Ibcast(out.raw(), checkedCount(out.bytes(), d), MPI_BYTE, root_pos, r.comm, &req); });
     wait(req, r, ring_id, d);
+    linkDelay(r, d);
   }
 
  private:
   int64_t rank_;
   std::chrono::milliseconds timeout_;
-  std::unordered_map<int64_t, MpiRing> rings_;
+  LinkModel link_;
+  std::unordered_map<int64_t, MpiRing> rings_;  // fixed after construction
+  std::atomic<bool> cancelled_{false};
+
+  template <typename F>
+  static void locked(F f) {
+    std::lock_guard lk(mpiMutex());
+    f();
+  }
+
+  // --link: the collective takes at least the modelled wire time from the members' meeting.
+  void linkDelay(const MpiRing& r, const OpDesc& d) {
+    if (link_.on()) std::this_thread::sleep_until(r.met + link_.duration(d.wire_bytes));
+  }
 
   // Polls a request until done or the timeout; yields so oversubscribed ranks make progress.
   void wait(MPI_Request& req, const MpiRing& r, int64_t ring_id, const OpDesc& d) {
-    if (completesBy(req, Clock::now() + timeout_)) return;
+    if (completesBy(req, Clock::now() + timeout_, &cancelled_)) return;
     std::string members;
     for (size_t i = 0; i < r.ranks.size(); ++i) members += (i ? "," : "") + std::to_string(r.ranks[i]);
-    throw InputError(d.file, d.pointer, d.text() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+    throw InputError(d.file, d.pointer, d.text() + d.onStream() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
                                             " s on ring " + std::to_string(ring_id) + " collective #" + std::to_string(r.seq - 1) +
                                             ": a member of ranks {" + members + "} has not issued it");
   }
@@ -149,8 +181,9 @@ class MpiComm final : public Communicator {
     WireHeader mine = toWire(h, d);
     std::vector<WireHeader> all(n);
     MPI_Request req;
-    MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, r.comm, &req);
+    locked([&] { MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, r.comm, &req); });
     wait(req, r, ring_id, d);
+    r.met = Clock::now();
     // Every member compares against position 0, so all of them report the same mismatch.
     auto desc = [&](size_t i) {
       return OpDesc{std::string(all[i].type, strnlen(all[i].type, sizeof all[i].type)), r.ranks[i], all[i].block, all[i].index, d.file, ""};
@@ -165,12 +198,12 @@ class MpiComm final : public Communicator {
 
 class WorldFactory final : public CommFactory {
  public:
-  WorldFactory(int64_t rank, std::chrono::milliseconds timeout) : rank_(rank), timeout_(timeout) {}
-  std::unique_ptr<Communicator> make(const Job& job) override { return std::make_unique<MpiComm>(job, rank_, timeout_); }
+  WorldFactory(int64_t rank, const BackendOptions& opts) : rank_(rank), opts_(opts) {}
+  std::unique_ptr<Communicator> make(const Job& job) override { return std::make_unique<MpiComm>(job, rank_, opts_); }
 
  private:
   int64_t rank_;
-  std::chrono::milliseconds timeout_;
+  BackendOptions opts_;
 };
 
 class MpiBackend final : public Backend {
@@ -179,7 +212,9 @@ class MpiBackend final : public Backend {
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited) {
-      MPI_Init(nullptr, nullptr);
+      // Stream threads issue MPI calls one at a time (mpiMutex): SERIALIZED is enough.
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
       owns_ = true;
     }
     int r = 0, s = 1;
@@ -211,6 +246,16 @@ class MpiBackend final : public Backend {
                                                     " has no program; the mpi backend runs one program per process (use --backend local for a subset)");
   }
 
+  // The processes sharing this machine (MPI_COMM_TYPE_SHARED), for the thread budget.
+  int ranksOnHost(int) const override {
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    int n = 1;
+    MPI_Comm_size(local, &n);
+    MPI_Comm_free(&local);
+    return n;
+  }
+
   std::vector<int64_t> hostedRanks(const std::vector<int64_t>& ranks) const override {
     for (int64_t r : ranks)
       if (r == rank_) return {r};
@@ -221,7 +266,7 @@ class MpiBackend final : public Backend {
     std::string mine;
     bool hosted = !hostedRanks(ranks).empty();
     if (hosted) {
-      WorldFactory comms(rank_, opts_.timeout);
+      WorldFactory comms(rank_, opts_);
       try {
         mine = task(rank_, comms);
       } catch (const CollectiveMismatch& e) {

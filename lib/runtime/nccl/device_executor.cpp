@@ -43,6 +43,7 @@ class Streams {
   Streams& operator=(const Streams&) = delete;
 
   cudaStream_t at(size_t i) const { return streams_[i]; }
+  const std::string& name(size_t i) const { return names_[i]; }  // for the trace's tracks
   size_t count() const { return streams_.size(); }
   // The op's stream: its dist_attr execution_stream, "default" (or none) being the compute stream.
   size_t of(const Op& op) {
@@ -53,6 +54,7 @@ class Streams {
     if (it != by_name_.end()) return it->second;
     if (streams_.size() >= 64) throw DeviceError("more than 63 named execution streams");
     by_name_[*name] = streams_.size();
+    names_.push_back(*name);
     add();
     return streams_.size() - 1;
   }
@@ -70,6 +72,7 @@ class Streams {
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> events_;
   std::map<std::string, size_t> by_name_;
+  std::vector<std::string> names_{"default"};
   void add() {
     cudaStream_t s;
     cudaCheck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -290,6 +293,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
       outs.emplace_back(&v, allocDevice(v.dtype, v.shape, s, streams.at(0)));
     });
     TraceEvent ev{std::string(op.type), false, int64_t(index)};
+    ev.stream = streams.name(si);
     cudaEvent_t start = o.trace ? streams.record(si, true) : nullptr;
     if (auto c = asCollective(op)) {
       ev.collective = true;

@@ -1,0 +1,41 @@
+#pragma once
+// One thread budget for the machine: the replay's compute never asks for more cores than there are.
+//
+// Ranks run as threads (local backend) or processes (mpi), each with a thread per execution stream,
+// and each GEMM may fan out to OpenBLAS threads. OpenBLAS's thread count is process-wide, so it is
+// set once per run to cores / (ranks this host runs at once), and a process-wide gate hands out
+// cores as tokens: a kernel holds one token while it runs, a GEMM as many as its BLAS threads.
+// Collectives hold none (they wait on other ranks; holding a core across a wait could deadlock).
+#include <cstddef>
+#include <string_view>
+
+namespace spopt::rt {
+
+struct CpuBudget {
+  int cores = 1;          // usable by this process (its affinity mask, shared by `ranks_on_host`)
+  int blas_threads = 1;   // per GEMM
+  int tokens = 1;         // kernels running at once in this process
+};
+
+// Sets OpenBLAS's thread count and the gate for a run of `ranks_in_process` ranks in this process
+// out of `ranks_on_host` on this machine (the mpi backend: 1 of the local process count).
+// SPOPT_CORES overrides the core count (benchmarks, tests). Returns what it chose.
+CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host);
+const CpuBudget& cpuBudget();
+
+// Whether a kernel of this op type calls BLAS (and so takes blas_threads tokens).
+bool usesBlas(std::string_view op_type);
+
+// Holds `n` tokens of the gate for its lifetime (n is clamped to the gate's size).
+class CoreLease {
+ public:
+  explicit CoreLease(int n);
+  ~CoreLease();
+  CoreLease(const CoreLease&) = delete;
+  CoreLease& operator=(const CoreLease&) = delete;
+
+ private:
+  int n_;
+};
+
+}  // namespace spopt::rt

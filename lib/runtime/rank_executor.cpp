@@ -1,0 +1,361 @@
+// executeProgram: one rank's program, a thread per execution stream (stream_plan.h).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <deque>
+
+#include "analysis/comm_stats.h"
+#include "analysis/liveness.h"
+#include "analysis/no_need_buffer.h"
+#include "runtime/cpu_budget.h"
+#include "runtime/executor.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/stream_plan.h"
+#include "support/error.h"
+
+namespace spopt::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Waits for another stream wake at least this often to notice a failure.
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+
+std::string opAt(const Program& p, const Block& b, size_t index) {
+  return "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b.position) + "/ops/" + std::to_string(index);
+}
+
+std::string where(const Program& p, const Block& b, size_t index, std::string_view type) {
+  return "op '" + std::string(type) + "' (rank " + std::to_string(p.rank) + ", block " + std::to_string(b.idx) + ", op " +
+         std::to_string(index) + ")";
+}
+
+template <typename F>
+void forEachArg(const std::vector<Slot>& slots, F f) {
+  for (const auto& s : slots)
+    for (const auto& a : s.args)
+      if (a.var) f(*a.var);
+}
+
+// The var values of one rank, indexed by Var::id. Streams touch distinct vars at any one time
+// (the plan orders every reader and writer of a var), so at() needs no lock; the byte counts and
+// the first fill of a program input do.
+class Values {
+ public:
+  explicit Values(size_t n) : t_(n) {}
+  Tensor& at(const Var& v) { return t_[v.id]; }
+  void set(const Var& v, Tensor t) {
+    std::lock_guard lk(mu_);
+    current_ -= t_[v.id].empty() ? 0 : t_[v.id].bytes();
+    current_ += t.bytes();
+    t_[v.id] = std::move(t);
+    if (current_ > peak_) peak_ = current_;
+  }
+  // Two streams may read a program input first at once: one fills it.
+  template <typename Make>
+  void fillOnce(const Var& v, Make make) {
+    {
+      std::lock_guard lk(mu_);
+      if (!t_[v.id].empty()) return;
+    }
+    Tensor t = make();
+    std::lock_guard lk(mu_);
+    if (!t_[v.id].empty()) return;
+    current_ += t.bytes();
+    t_[v.id] = std::move(t);
+    if (current_ > peak_) peak_ = current_;
+  }
+  void release(const Var& v) {
+    std::lock_guard lk(mu_);
+    if (t_[v.id].empty()) return;
+    current_ -= t_[v.id].bytes();
+    t_[v.id] = Tensor();
+  }
+  size_t peak() const { return peak_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<Tensor> t_;
+  size_t current_ = 0, peak_ = 0;
+};
+
+class OpIO final : public KernelIO {
+ public:
+  OpIO(const Op& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
+  const Tensor* input(std::string_view slot, size_t i) const override {
+    const Var* var = op_.in(slot, i);
+    if (!var) return nullptr;
+    // A slot whose buffer the kernel does not read (analysis/no_need_buffer.h) gets its shape and
+    // dtype only, never the live tensor: its var may be released by another stream meanwhile.
+    if (!readsBuffer(op_, slot)) {
+      shape_only_.push_back(Tensor::shapeOnly(var->dtype, var->shape));
+      return &shape_only_.back();
+    }
+    Tensor& t = values_.at(*var);
+    return t.empty() ? nullptr : &t;
+  }
+  size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
+  Tensor* output(std::string_view slot, size_t i) override {
+    const Var* var = op_.out(slot, i);
+    for (auto& [v, t] : outs_)
+      if (var && v == var) return &t;
+    return nullptr;
+  }
+  size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
+
+ private:
+  const Op& op_;
+  Values& values_;
+  std::vector<std::pair<const Var*, Tensor>>& outs_;
+  mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers
+};
+
+// Another stream of the rank failed: this one stops quietly (the failure is what gets reported).
+struct Cancelled {};
+
+class RankExecutor {
+ public:
+  RankExecutor(const Program& p, Communicator& comm, const ExecOptions& o)
+      : p_(p), b_(entryBlock(p)), comm_(comm), o_(o), plan_(planStreams(p, b_, !o.single_stream)), values_(p.next_var_id),
+        remaining_(p.next_var_id), streams_(plan_.names.size()), events_(plan_.names.size()) {
+    for (size_t id = 0; id < remaining_.size(); ++id) remaining_[id].store(plan_.uses[id], std::memory_order_relaxed);
+  }
+
+  RankRun run() {
+    RankRun run;
+    run.rank = p_.rank;
+    t0_ = Clock::now();
+    if (!plan_.multi()) {
+      for (size_t i : plan_.ops_of[0]) runOp(i, 0);
+    } else {
+      std::vector<std::thread> threads;
+      for (uint32_t s = 1; s < streams_.size(); ++s) threads.emplace_back([this, s] { runStream(s); });
+      runStream(0);
+      for (auto& t : threads) t.join();
+      if (error_) std::rethrow_exception(error_);
+    }
+    comm_.finish();
+    run.seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
+    run.peak_bytes = values_.peak();
+    for (auto& e : events_) run.events.insert(run.events.end(), std::make_move_iterator(e.begin()), std::make_move_iterator(e.end()));
+    std::stable_sort(run.events.begin(), run.events.end(), [](const TraceEvent& a, const TraceEvent& b) { return a.index < b.index; });
+
+    // Fetched vars, then persistable ones; never-touched ones get their input value.
+    std::vector<char> listed(p_.next_var_id, 0);
+    auto keep = [&](const Var& v) {
+      if (listed[v.id]) return;
+      listed[v.id] = 1;
+      Tensor& t = values_.at(v);
+      run.kept.emplace_back(std::string(v.name), t.empty() ? programInput(v, p_.rank, o_) : t);
+    };
+    for (std::string_view name : p_.fetch)
+      if (const Var* v = b_.lookup(name)) keep(*v);
+    for (const auto& v : b_.vars)
+      if (!v->removed && v->persistable) keep(*v);
+    return run;
+  }
+
+ private:
+  struct StreamState {
+    uint32_t done = 0;     // ops finished, in stream order (guarded by mu_)
+    bool running = false;  // inside a kernel or a collective (guarded by mu_)
+  };
+
+  const Program& p_;
+  const Block& b_;
+  Communicator& comm_;
+  const ExecOptions& o_;
+  const StreamPlan plan_;
+  Values values_;
+  std::vector<std::atomic<uint32_t>> remaining_;  // by Var::id: ops still to use it
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<StreamState> streams_;
+  std::atomic<bool> stop_{false};
+  std::exception_ptr error_;  // the first failure; a RankAborted only when nothing better
+  bool error_is_abort_ = false;
+  std::vector<std::vector<TraceEvent>> events_;  // by stream
+  Clock::time_point t0_;
+
+  void runStream(uint32_t s) {
+    try {
+      for (size_t i : plan_.ops_of[s]) {
+        waitFor(i, s);
+        runOp(i, s);
+      }
+    } catch (const Cancelled&) {
+    } catch (...) {
+      std::lock_guard lk(mu_);
+      bool abort = false;
+      try {
+        throw;
+      } catch (const RankAborted&) {
+        abort = true;
+      } catch (...) {
+      }
+      if (!error_ || (error_is_abort_ && !abort)) error_ = std::current_exception(), error_is_abort_ = abort;
+      stop_ = true;
+      comm_.cancel();
+      cv_.notify_all();
+    }
+  }
+
+  // Blocks until every op `i` waits for on another stream has finished. The wait gives up after
+  // the timeout only while no stream of the rank runs anything: a stream inside a kernel makes
+  // progress, one inside a collective is bounded by the backend's timeout.
+  void waitFor(size_t i, uint32_t s) {
+    if (plan_.waits[i].empty()) return;
+    std::unique_lock lk(mu_);
+    auto deadline = Clock::now() + o_.timeout;
+    for (const StreamWait& w : plan_.waits[i]) {
+      while (streams_[w.stream].done < w.count) {
+        if (stop_) throw Cancelled{};
+        bool busy = false;
+        for (const auto& st : streams_) busy = busy || st.running;
+        if (busy) deadline = Clock::now() + o_.timeout;
+        if (Clock::now() >= deadline) {
+          const Op& op = *plan_.ops[i];
+          throw InputError(p_.job->path, opAt(p_, b_, i),
+                           where(p_, b_, i, op.type) + " on stream '" + plan_.names[s] + "': timed out after " +
+                               std::to_string(o_.timeout.count() / 1000.0).substr(0, 5) + " s waiting for op '" +
+                               std::string(plan_.ops[w.op]->type) + "' (op " + std::to_string(w.op) + ") on stream '" +
+                               plan_.names[w.stream] + "', which does not progress");
+        }
+        cv_.wait_for(lk, kPollInterval);
+      }
+    }
+  }
+
+  void setRunning(uint32_t s, bool on) {
+    if (!plan_.multi()) return;
+    std::lock_guard lk(mu_);
+    streams_[s].running = on;
+    if (!on) ++streams_[s].done;
+    cv_.notify_all();
+  }
+
+  void runOp(size_t index, uint32_t s) {
+    const Op& op = *plan_.ops[index];
+    const Block& b = b_;
+    const Program& p = p_;
+    const std::string& file = p.job->path;
+    auto fail = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
+    setRunning(s, true);
+    // Inputs: generate program inputs on first buffer read (a shape-only read needs none).
+    for (const Slot& sl : op.inputs)
+      if (readsBuffer(op, sl.name))
+        for (const Arg& a : sl.args)
+          if (a.var && plan_.is_input[a.var->id]) values_.fillOnce(*a.var, [&] { return programInput(*a.var, p.rank, o_); });
+    // Outputs: fresh buffers of the declared dtype and shape (an in-place output such as sgd's
+    // ParamOut gets its own buffer, so the kernel reads the old value intact).
+    std::vector<std::pair<const Var*, Tensor>> outs;
+    forEachArg(op.outputs, [&](const Var& v) {
+      for (const auto& [w, t] : outs)
+        if (w == &v) return;
+      outs.emplace_back(&v, Tensor(v.dtype, v.shape));
+    });
+    const auto start = Clock::now();
+    TraceEvent ev{std::string(op.type), false, int64_t(index)};
+    ev.stream = plan_.names[s];
+    if (auto c = asCollective(op)) {
+      ev.collective = true;
+      ev.ring = c->ring_id;
+      Var* in = op.in(c->in_slot);
+      Var* out = op.out(c->out_slot);
+      if (!in || !out) fail("needs input slot " + std::string(c->in_slot) + " and output slot " + std::string(c->out_slot));
+      const Tensor& x = values_.at(*in);
+      if (x.empty()) fail("input \"" + std::string(in->name) + "\" has no value (read after its last use?)");
+      Tensor* y = nullptr;
+      for (auto& [w, t] : outs)
+        if (w == out) y = &t;
+      ev.bytes = int64_t(x.bytes());
+      OpDesc d{std::string(op.type), p.rank, b.idx, int64_t(index), file, opAt(p, b, index)};
+      d.stream = plan_.names[s];
+      d.wire_bytes = collectiveBytes(op, *c, *p.job, true).value_or(int64_t(x.bytes()));
+      switch (c->kind) {
+        case CollectiveKind::Identity:
+          if (x.numel() != y->numel() || x.storage() != y->storage()) fail("output shape or dtype differs from the input's");
+          if (x.bytes()) std::memcpy(y->raw(), x.raw(), x.bytes());
+          ev.collective = false;
+          break;
+        case CollectiveKind::AllReduce:
+          if (int(c->reduce) < 0 || int(c->reduce) > 4) fail("reduce_type " + std::to_string(int(c->reduce)) + " is not one of 0..4");
+          comm_.allReduce(c->ring_id, x, *y, c->reduce, d);
+          break;
+        case CollectiveKind::ReduceScatter: comm_.reduceScatter(c->ring_id, x, *y, d); break;
+        case CollectiveKind::AllGather: comm_.allGather(c->ring_id, x, *y, d); break;
+        case CollectiveKind::Broadcast: {
+          const ProcessGroup* g = p.job->group(c->ring_id);
+          if (!g) fail("ring " + std::to_string(c->ring_id) + " has no process group");
+          int64_t root = op.attrs.getInt("root").value_or(0);
+          if (root < 0 || root >= int64_t(g->ranks.size())) fail("root " + std::to_string(root) + " is not a position in ring " + std::to_string(c->ring_id));
+          comm_.broadcast(c->ring_id, x, *y, g->ranks[size_t(root)], d);
+          break;
+        }
+      }
+    } else {
+      KernelFn fn = findKernel(op.type);
+      if (!fn) fail("replay does not support this op");
+      OpIO io(op, values_, outs);
+      KernelContext ctx{op, p.rank, o_.seed, io};
+      try {
+        CoreLease cores(usesBlas(op.type) ? cpuBudget().blas_threads : 1);
+        fn(ctx);
+      } catch (const InputError&) {
+        throw;
+      } catch (const KernelError& e) {
+        fail(e.what());
+      } catch (const std::invalid_argument& e) {
+        fail(e.what());
+      } catch (const std::logic_error& e) {
+        fail(e.what());
+      }
+    }
+    if (o_.trace) {
+      ev.start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
+      ev.dur_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      events_[s].push_back(std::move(ev));
+    }
+    for (auto& [v, t] : outs) values_.set(*v, std::move(t));
+    // Release every var this op was the last user of, on any stream.
+    releaseUsed(op);
+    setRunning(s, false);
+  }
+
+  // The op's uses as the plan counts them: buffer reads and writes, each var once.
+  void releaseUsed(const Op& op) {
+    std::vector<const Var*> used;
+    auto add = [&](const Var& v) {
+      for (const Var* u : used)
+        if (u == &v) return;
+      used.push_back(&v);
+    };
+    for (const Slot& sl : op.inputs)
+      if (readsBuffer(op, sl.name))
+        for (const Arg& a : sl.args)
+          if (a.var) add(*a.var);
+    forEachArg(op.outputs, add);
+    for (const Var* v : used)
+      if (remaining_[v->id].fetch_sub(1, std::memory_order_acq_rel) == 1 && !keptToEnd(*v)) values_.release(*v);
+  }
+};
+
+}  // namespace
+
+RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& o) {
+  if (p.blocks.empty()) {
+    RankRun run;
+    run.rank = p.rank;
+    return run;
+  }
+  checkReplayable(p);
+  RankExecutor ex(p, comm, o);
+  return ex.run();
+}
+
+}  // namespace spopt::rt

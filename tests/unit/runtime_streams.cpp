@@ -1,0 +1,128 @@
+// The stream plan (which op waits for which on another stream) and the streamed executor.
+#include <catch2/catch.hpp>
+
+#include "io/loader.h"
+#include "runtime/executor.h"
+#include "runtime/local_backend.h"
+#include "runtime/report.h"
+#include "runtime/stream_plan.h"
+
+using namespace spopt;
+using namespace spopt::rt;
+
+namespace {
+
+// One rank; `ops` in the JSON form of format.md; vars a..h [8] float32, p persistable.
+std::string oneRank(const std::string& ops, const std::string& fetch = "h") {
+  std::string vars = R"({"name":"p","shape":[8],"dtype":"float32","persistable":true})";
+  for (char c = 'a'; c <= 'h'; ++c) vars += R"(,{"name":")" + std::string(1, c) + R"(","shape":[8],"dtype":"float32"})";
+  return R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],"programs":[{"rank":0,"fetch":[")" + fetch +
+         R"("],"blocks":[{"idx":0,"parent_idx":-1,"vars":[)" + vars + R"(],"ops":[)" + ops + "]}]}]}";
+}
+
+std::string scale(const std::string& in, const std::string& out, const std::string& stream = "", const std::string& extra = "") {
+  std::string d = stream.empty() ? "" : R"(,"dist_attr":{"execution_stream":")" + stream + "\"" + extra + "}";
+  return R"({"type":"scale","inputs":{"X":[")" + in + R"("]},"outputs":{"Out":[")" + out +
+         R"("]},"attrs":{"scale":2.0,"bias":1.0,"bias_after_scale":true})" + d + "}";
+}
+
+std::string add(const std::string& x, const std::string& y, const std::string& out, const std::string& stream = "") {
+  std::string d = stream.empty() ? "" : R"(,"dist_attr":{"execution_stream":")" + stream + "\"}";
+  return R"({"type":"elementwise_add","inputs":{"X":[")" + x + R"("],"Y":[")" + y + R"("]},"outputs":{"Out":[")" + out +
+         R"("]},"attrs":{"axis":-1})" + d + "}";
+}
+
+// The waits of op i as "stream:count@op" strings.
+std::vector<std::string> waits(const StreamPlan& plan, size_t i) {
+  std::vector<std::string> w;
+  for (const auto& x : plan.waits[i]) w.push_back(plan.names[x.stream] + ":" + std::to_string(x.count) + "@" + std::to_string(x.op));
+  return w;
+}
+
+RankRun runOne(const Job& job, bool single_stream) {
+  auto backend = makeLocalBackend({});
+  RankRun out;
+  backend->run({0}, [&](int64_t rank, CommFactory& comms) {
+    auto comm = comms.make(job);
+    ExecOptions o;
+    o.trace = true;
+    o.single_stream = single_stream;
+    out = executeProgram(*job.program(rank), *comm, o);
+    return std::string();
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a read waits for its producer on another stream, not for ops of its own stream", "[runtime][streams]") {
+  // 0 a->b (default), 1 b->c (side), 2 c->d (default), 3 b->e (side)
+  auto job = loadJobFromText(oneRank(scale("a", "b") + "," + scale("b", "c", "side") + "," + scale("c", "d") + "," +
+                                     scale("b", "e", "side") + "," + add("d", "e", "h")),
+                             "t.json");
+  const Program& p = *job->programs[0];
+  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  REQUIRE(plan.names == std::vector<std::string>{"default", "side"});
+  CHECK(waits(plan, 0).empty());
+  CHECK(waits(plan, 1) == std::vector<std::string>{"default:1@0"});
+  CHECK(waits(plan, 2) == std::vector<std::string>{"side:1@1"});
+  CHECK(waits(plan, 3) == std::vector<std::string>{"default:1@0"});
+  CHECK(waits(plan, 4) == std::vector<std::string>{"side:2@3"});
+  StreamPlan single = planStreams(p, entryBlock(p), false);
+  CHECK(single.names.size() == 1);
+  for (size_t i = 0; i < single.waits.size(); ++i) CHECK(single.waits[i].empty());
+}
+
+TEST_CASE("an in-place write waits for the readers of the old value on other streams", "[runtime][streams]") {
+  // 0 a->b, 1 b->c (side reads b), 2 b->b (default overwrites b: anti dependency on op 1),
+  // 3 b->d (side: reads the new b, waits for op 2), 4 c+d->h
+  auto job = loadJobFromText(oneRank(scale("a", "b") + "," + scale("b", "c", "side") + "," + scale("b", "b") + "," +
+                                     scale("b", "d", "side") + "," + add("c", "d", "h")),
+                             "t.json");
+  const Program& p = *job->programs[0];
+  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  CHECK(waits(plan, 2) == std::vector<std::string>{"side:1@1"});
+  CHECK(waits(plan, 3) == std::vector<std::string>{"default:2@2"});  // op 2 is the 2nd op of default
+  RankRun streamed = runOne(*job, false), single = runOne(*job, true);
+  REQUIRE(streamed.kept.size() == single.kept.size());
+  for (size_t i = 0; i < single.kept.size(); ++i) CHECK(tensorChecksum(streamed.kept[i].second) == tensorChecksum(single.kept[i].second));
+}
+
+TEST_CASE("events_to_wait orders an op after the last earlier op recording the event", "[runtime][streams]") {
+  // 0 a->b (side, records e1), 1 c->d (default, waits e1: no data flows between them),
+  // 2 b->e (default, waits e2: never recorded earlier, so no wait), 3 ... records e2 too late
+  auto job = loadJobFromText(oneRank(scale("a", "b", "side", R"(,"event_to_record":"e1")") + "," +
+                                     R"({"type":"scale","inputs":{"X":["c"]},"outputs":{"Out":["d"]},"attrs":{"scale":1.0},)"
+                                     R"("dist_attr":{"events_to_wait":["e1"]}},)" +
+                                     R"({"type":"scale","inputs":{"X":["d"]},"outputs":{"Out":["e"]},"attrs":{"scale":1.0},)"
+                                     R"("dist_attr":{"events_to_wait":["e2",""]}},)" +
+                                     scale("e", "f", "side", R"(,"event_to_record":"e2")") + "," + add("b", "f", "h")),
+                             "t.json");
+  const Program& p = *job->programs[0];
+  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  CHECK(waits(plan, 1) == std::vector<std::string>{"side:1@0"});
+  CHECK(waits(plan, 2).empty());
+  CHECK(waits(plan, 3) == std::vector<std::string>{"default:2@2"});  // its input e (2nd op of default)
+}
+
+TEST_CASE("a buffer read on two streams is released after both readers, and the trace has a track per stream", "[runtime][streams]") {
+  // b is read by op 1 (side) and op 2 (default) and then never again: whichever finishes last frees it.
+  auto job = loadJobFromText(oneRank(scale("a", "b") + "," + scale("b", "c", "side") + "," + scale("b", "d") + "," +
+                                     add("c", "d", "h")),
+                             "t.json");
+  for (int rep = 0; rep < 20; ++rep) {
+    RankRun streamed = runOne(*job, false), single = runOne(*job, true);
+    REQUIRE(streamed.kept.size() == 2);  // h, p
+    CHECK(tensorChecksum(streamed.kept[0].second) == tensorChecksum(single.kept[0].second));
+    CHECK(streamed.peak_bytes <= 5 * 8 * sizeof(float));  // never all 8 vars at once
+    REQUIRE(streamed.events.size() == 4);
+    CHECK(streamed.events[1].stream == "side");
+    CHECK(streamed.events[2].stream == "default");
+  }
+  std::map<int64_t, nlohmann::ordered_json> by_rank{{0, eventsToJson(runOne(*job, false).events)}};
+  auto trace = nlohmann::json::parse(chromeTrace(by_rank));
+  std::set<int64_t> tids;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") tids.insert(e["tid"].get<int64_t>());
+  CHECK(tids == std::set<int64_t>{0, 1000});
+}
