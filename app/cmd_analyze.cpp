@@ -2,6 +2,7 @@
 // a simulated step timeline; with two jobs, side by side with the changes first.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -28,14 +29,16 @@ struct Options {
   int64_t rank = -1;
   size_t top = 5;
   bool calibrate = false;
+  int64_t calibrate_ranks = 1;
   bool allow_forward_only = false;
   bool no_simulate = false;
 };
 
-HardwareModel chooseModel(const Options& o) {
+// The host preset is measured with as many rank threads as the job's replay runs.
+HardwareModel chooseModel(const Options& o, int ranks) {
   HardwareModel m;
   if (o.preset == "host") {
-    m = hostModel(rt::measureHost());
+    m = hostModel(rt::measureHost(ranks));
   } else if (auto p = presetModel(o.preset)) {
     m = *p;
   } else {
@@ -53,12 +56,12 @@ HardwareModel chooseModel(const Options& o) {
   return m;
 }
 
-int printCalibration() {
-  HostMeasurement h = rt::measureHost();
+int printCalibration(int ranks) {
+  HostMeasurement h = rt::measureHost(ranks);
   std::string curve;
   for (auto [n, f] : h.sgemm_curve) curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(n)) + "\": " + std::to_string(int64_t(f / 1e6));
-  std::printf("{\"sgemm_mflops_by_n\": {%s}, \"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d}\n",
-              curve.c_str(), h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores);
+  std::printf("{\"sgemm_mflops_by_n\": {%s}, \"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d, \"ranks\": %d}\n",
+              curve.c_str(), h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores, h.ranks);
   return kExitOk;
 }
 
@@ -72,16 +75,18 @@ void requireBackward(const JobReport& r, const Options& o) {
 }
 
 int runAnalyze(const Options& o) {
-  if (o.calibrate) return printCalibration();
+  if (o.calibrate) return printCalibration(int(o.calibrate_ranks));
   if (o.jobs.empty() || o.jobs.size() > 2) throw InputError("analyze", "", "give one job, or two (BEFORE AFTER)");
-  HardwareModel model = chooseModel(o);
+  std::vector<std::unique_ptr<Job>> jobs;
+  for (const std::string& path : o.jobs) jobs.push_back(loadJob(path));
+  int64_t ranks = 1;
+  for (auto& j : jobs) ranks = std::max<int64_t>(ranks, int64_t(j->programs.size()));
+  HardwareModel model = chooseModel(o, int(ranks));
   AnalyzeOptions ao;
   ao.simulate = !o.no_simulate;
   std::vector<JobReport> reports;
-  std::vector<std::unique_ptr<Job>> jobs;
-  for (const std::string& path : o.jobs) {
-    jobs.push_back(loadJob(path));
-    reports.push_back(analyzeJob(*jobs.back(), model, ao));
+  for (auto& job : jobs) {
+    reports.push_back(analyzeJob(*job, model, ao));
     requireBackward(reports.back(), o);
   }
   AnalyzeViewOptions vo;
@@ -128,6 +133,8 @@ const Registrar reg{{"analyze", "What a job costs: bytes on the wire, FLOPs, act
                        sub.add_option("--rank", o->rank, "The rank to detail (default: the slowest)");
                        sub.add_option("--top", o->top, "Rows of the critical-path list (default 5)");
                        sub.add_flag("--calibrate", o->calibrate, "Measure this machine for --preset host and print the figures");
+                       sub.add_option("--calibrate-ranks", o->calibrate_ranks, "--calibrate: rank threads working at once (default 1)")
+                           ->check(CLI::Range(int64_t(1), int64_t(256)));
                        sub.add_flag("--allow-forward-only", o->allow_forward_only,
                                     "Analyze a job without backward ops (no activation report)");
                        sub.add_flag("--no-simulate", o->no_simulate, "Skip the timeline (bytes, FLOPs and memory only)");

@@ -23,17 +23,17 @@ if [ -z "${SKIP_HOST:-}" ]; then
     # shellcheck disable=SC2086
     "$sp_opt" gen $args -o "$dir/h.json" >/dev/null
     # RUNS rounds of (calibrate + predict, replay), interleaved so both see the same machine; the
-    # machine is shared, so each side's best round (the quietest) is compared.
-    best="" pred=""
+    # machine may be shared, so each side's median round is compared.
+    preds=() meas=()
     for i in $(seq "$runs"); do
       "$sp_opt" analyze "$dir/h.json" --preset host --format json -o "$dir/h.analyze.$i.json"
-      p=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"]["step_s"] * 1e3)' "$dir/h.analyze.$i.json")
-      ms=$("$sp_opt" replay "$dir/h.json" | awk '/^  rank [0-9]+ / {if ($3 > m) m = $3} END {print m}')
-      best=$(awk -v a="$best" -v b="$ms" 'BEGIN {print (a == "" || b < a) ? b : a}')
-      pred=$(awk -v a="$pred" -v b="$p" 'BEGIN {print (a == "" || b < a) ? b : a}')
+      preds+=("$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"]["step_s"] * 1e3)' "$dir/h.analyze.$i.json")")
+      meas+=("$("$sp_opt" replay "$dir/h.json" | awk '/^  rank [0-9]+ / {if ($3 > m) m = $3} END {print m}')")
     done
+    median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+    pred=$(median "${preds[@]}") best=$(median "${meas[@]}")
     ops=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ranks"][0]["ops"])' "$dir/h.analyze.1.json")
-    awk -v l="$label" -v o="$ops" -v p="$pred" -v m="$best" 'BEGIN {printf "| %s | %s | %.1f ms | %.1f ms | %.2f |\n", l, o, p, m, p / m}')
+    awk -v l="$label" -v o="$ops" -v p="$pred" -v m="$best" 'BEGIN {printf "| %s | %s | %.1f ms | %.1f ms | %.2f |\n", l, o, p, m, p / m}'
   done <<'JOBS'
 gpt-h256-s128-b4-tp2-f32 gpt --tp 2 --hidden 256 --heads 4 --seq 128 --batch 4 --layers 2
 gpt-h256-s128-b2-tp2-bf16 gpt --tp 2 --hidden 256 --heads 4 --seq 128 --batch 2 --layers 2 --dtype bfloat16

@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "analysis/no_need_buffer_standin.h"
+#include "analysis/no_need_buffer.h"
 #include "ir/op_role.h"
 
 namespace spopt {
@@ -43,7 +43,7 @@ ActivationReport activationMemory(const Program& p) {
           for (const Op* reader : v->readers) {
             if (!isBackward(phaseOf(*reader))) continue;
             for (const Slot& in : reader->inputs) {
-              if (noNeedBufferSlot(reader->type, in.name)) continue;
+              if (!readsBuffer(reader->type, in.name)) continue;
               for (const Arg& ia : in.args) kept = kept || ia.var == v;
             }
           }

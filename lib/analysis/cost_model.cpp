@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/comm_stats.h"
-#include "analysis/no_need_buffer_standin.h"
+#include "analysis/no_need_buffer.h"
 
 namespace spopt {
 
@@ -67,10 +67,10 @@ HardwareModel hostModel(const HostMeasurement& h) {
   m.step_latency_s = 0;
   m.op_overhead_s = h.op_overhead_s;
   m.gemm_curve = h.sgemm_curve;
-  m.ranks_share_machine = true;
   m.widen_16bit = true;
   m.reshape_copies = true;
-  m.source = "measured on this machine: sgemm through replay's BLAS, a copy loop, per-op overhead of replay";
+  m.source = "measured on this machine with " + std::to_string(h.ranks) +
+             " rank threads at once: sgemm by size through replay's BLAS, a copy loop";
   return m;
 }
 
@@ -216,7 +216,7 @@ double opBytesTouched(const Op& op, const HardwareModel& m) {
   };
   double bytes = 0;
   for (const Slot& s : op.inputs) {
-    if (s.name == "XShape" || noNeedBufferSlot(op.type, s.name)) continue;
+    if (s.name == "XShape" || !readsBuffer(op.type, s.name)) continue;
     for (const Arg& a : s.args) bytes += size(a.var);
   }
   for (const Slot& s : op.outputs) {
@@ -241,14 +241,13 @@ std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, 
   return w;
 }
 
-double opCostSeconds(const Op& op, const HardwareModel& m, int64_t ranks_on_machine) {
-  double share = m.ranks_share_machine ? double(std::max<int64_t>(ranks_on_machine, 1)) : 1.0;
+double opCostSeconds(const Op& op, const HardwareModel& m) {
   if (auto c = asCollective(op)) {
     const Job* job = op.block && op.block->program ? op.block->program->job : nullptr;
     if (!job || !communicates(*c)) return 0;
     auto w = collectiveWireBytes(op, *c, *job);
     if (!w || w->group_size < 2) return 0;
-    return m.latency_s + double(w->steps) * m.step_latency_s + double(w->wire) * share / m.bus_bw;
+    return m.latency_s + double(w->steps) * m.step_latency_s + double(w->wire) / m.bus_bw;
   }
   double flops = opFlops(op), bytes = opBytesTouched(op, m);
   if (flops == 0 && bytes == 0) return 0;
@@ -260,7 +259,7 @@ double opCostSeconds(const Op& op, const HardwareModel& m, int64_t ranks_on_mach
   double rate = m.flopsFor(t);
   if (!m.gemm_curve.empty())
     if (double size = gemmSize(op); size > 0) rate = std::min(rate, curveRate(m.gemm_curve, size));
-  return m.op_overhead_s + std::max(flops * share / rate, bytes * share / m.mem_bw);
+  return m.op_overhead_s + std::max(flops / rate, bytes / m.mem_bw);
 }
 
 }  // namespace spopt

@@ -24,9 +24,6 @@ struct HardwareModel {
   double latency_s = 0;       // alpha: fixed cost of one collective
   double step_latency_s = 0;  // added per ring step (n-1 steps; 2(n-1) for all-reduce)
   double op_overhead_s = 0;   // fixed cost of every compute op (launch, dispatch)
-  // The ranks of a job share this one machine's compute (host: replay runs every rank as a thread
-  // on the same cores): each rank gets 1/world_size of the rates.
-  bool ranks_share_machine = false;
   // float16/bfloat16 stored and computed as float32 (what replay does).
   bool widen_16bit = false;
   // reshape2 copies its input (replay) instead of being a view (a GPU framework).
@@ -53,6 +50,7 @@ struct HostMeasurement {
   double copy_bw = 0;        // bytes/s read + written by a large copy loop
   double op_overhead_s = 0;  // fixed cost per replayed op
   int cores = 1;
+  int ranks = 1;             // rates measured with this many ranks working at once (per rank)
 };
 HardwareModel hostModel(const HostMeasurement& m);
 
@@ -83,8 +81,7 @@ struct WireBytes {
 std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, const Job& job);
 
 // Seconds of the op on `m`: a collective alpha + steps x step latency + wire / bus_bw; a compute op
-// overhead + max(FLOPs / peak, bytes / mem_bw). `ranks_on_machine` is the job's world size when
-// m.ranks_share_machine.
-double opCostSeconds(const Op& op, const HardwareModel& m, int64_t ranks_on_machine = 1);
+// overhead + max(FLOPs / peak, bytes / mem_bw).
+double opCostSeconds(const Op& op, const HardwareModel& m);
 
 }  // namespace spopt

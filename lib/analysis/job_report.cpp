@@ -1,10 +1,12 @@
 #include "analysis/job_report.h"
 
+#include <iterator>
+
 namespace spopt {
 
 namespace {
 
-RankReport analyzeRank(const Program& p, const HardwareModel& model, int64_t world) {
+RankReport analyzeRank(const Program& p, const HardwareModel& model) {
   RankReport r;
   r.rank = p.rank;
   const Job& job = *p.job;
@@ -24,7 +26,7 @@ RankReport analyzeRank(const Program& p, const HardwareModel& model, int64_t wor
           continue;
         }
         CollectiveUse u{&op, here, c->kind, c->ring_id, w->group_size, phase, layer, w->payload, w->wire,
-                        opCostSeconds(op, model, world)};
+                        opCostSeconds(op, model)};
         r.comm.add(u.payload, u.wire, u.seconds);
         r.comm_by_kind[u.kind].add(u.payload, u.wire, u.seconds);
         r.comm_by_ring[u.ring].add(u.payload, u.wire, u.seconds);
@@ -39,6 +41,13 @@ RankReport analyzeRank(const Program& p, const HardwareModel& model, int64_t wor
       r.flops_by_layer[layer] += f;
     }
   }
+  r.memory = profileMemory(p, 5);
+  if (r.memory.peak_op >= 0)
+    if (const Block* entry = entryBlockOf(p)) {
+      auto it = entry->ops.begin();
+      std::advance(it, r.memory.peak_op);
+      r.peak_op = &*it;
+    }
   r.activations = activationMemory(p);
   return r;
 }
@@ -50,7 +59,7 @@ JobReport analyzeJob(const Job& job, const HardwareModel& model, const AnalyzeOp
   rep.path = job.path;
   rep.model = model;
   rep.world_size = job.world_size;
-  for (const auto& p : job.programs) rep.ranks.push_back(analyzeRank(*p, model, job.world_size));
+  for (const auto& p : job.programs) rep.ranks.push_back(analyzeRank(*p, model));
   if (opts.simulate) {
     rep.timeline = simulateStep(job, model);
     rep.simulated = true;

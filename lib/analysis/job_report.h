@@ -11,6 +11,7 @@
 #include "analysis/activations.h"
 #include "analysis/collectives.h"
 #include "analysis/cost_model.h"
+#include "analysis/memory.h"
 #include "analysis/simulate.h"
 #include "ir/ir.h"
 
@@ -52,7 +53,10 @@ struct RankReport {
   double flops = 0;
   std::array<double, kPhaseCount> flops_by_phase{};
   std::map<std::string, double> flops_by_layer;
-  // Memory.
+  // Memory: the shared liveness's profile of the entry block (no-need-buffer slots respected,
+  // persistables always live), and the activations kept for backward.
+  MemoryProfile memory;
+  const Op* peak_op = nullptr;
   ActivationReport activations;
 };
 

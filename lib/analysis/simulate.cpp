@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
+#include "analysis/ring_order.h"
 #include "support/error.h"
 #include "verify/verifier.h"
 
@@ -57,8 +58,8 @@ class Simulator {
   }
 
   void build() {
-    int64_t world = job_.world_size;
-    // Per rank, per ring: the collectives in issue order; the k-th of every member joins.
+    // Collective #k of a ring on every member rank (the shared ring alignment) is one instance.
+    RingOrder rings(job_);
     std::map<std::pair<int64_t, size_t>, uint32_t> instance_of;  // (ring, k) -> instance
     for (size_t ri = 0; ri < job_.programs.size(); ++ri) {
       const Program& p = *job_.programs[ri];
@@ -69,7 +70,6 @@ class Simulator {
       std::vector<uint32_t> last_writer(p.next_var_id + 1, kNone);
       std::vector<uint32_t> stream_tail{kNone};
       std::unordered_map<std::string, uint32_t> recorder;
-      std::map<int64_t, size_t> ring_count;
       for (const auto& b : p.blocks) {
         uint32_t position = 0;
         for (const Op& op : b->ops) {
@@ -86,12 +86,10 @@ class Simulator {
             stream_tail.push_back(kNone);
           }
           n.stream = it->second;
-          n.cost = opCostSeconds(op, model_, world);
-          auto c = asCollective(op);
-          if (c && communicates(*c)) {
+          n.cost = opCostSeconds(op, model_);
+          if (auto place = rings.placeOf(op)) {
             n.is_comm = true;
-            size_t k = ring_count[c->ring_id]++;
-            auto [inst, made] = instance_of.try_emplace({c->ring_id, k}, uint32_t(instances_.size()));
+            auto [inst, made] = instance_of.try_emplace({place->ring_id, place->k}, uint32_t(instances_.size()));
             if (made) instances_.emplace_back();
             instances_[inst->second].members.push_back(id);
             n.collective = inst->second;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -16,47 +18,78 @@ double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Best of a few runs: the machine is shared, the best run is the machine's rate.
-template <typename T, typename Gemm>
-double gemmRate(Gemm gemm, int n) {
-  std::vector<T> a(size_t(n) * n, T(0.5)), b(size_t(n) * n, T(0.25)), c(size_t(n) * n);
-  double best = 1e30;
-  // Small sizes repeat more: each run is short, and the best of many is the machine's rate.
-  int reps = std::max(4, int(2e8 / (2.0 * n * n * double(n))));
-  for (int rep = 0; rep < reps; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n);
-    best = std::min(best, seconds(t0));
-  }
-  return 2.0 * n * double(n) * n / best;
+// Runs `work` on `ranks` threads at once, as replay's local backend runs ranks; each returns the
+// seconds of its timed part (set-up excluded), and the slowest counts.
+template <typename Work>
+double concurrently(int ranks, Work work) {
+  std::vector<double> took(size_t(ranks), 0);
+  std::vector<std::thread> threads;
+  for (int r = 1; r < ranks; ++r) threads.emplace_back([&, r] { took[size_t(r)] = work(); });
+  took[0] = work();
+  for (auto& t : threads) t.join();
+  return *std::max_element(took.begin(), took.end());
 }
 
-// Bytes read + written per second by an element-wise loop over buffers far larger than the
-// caches, as replay's element-wise kernels do.
-double copyBandwidth() {
-  const size_t n = size_t(16) << 20;  // 64 MiB of floats per buffer
-  std::vector<float> src(n, 1.0f), dst(n, 0.0f);
-  double best = 1e30;
-  for (int rep = 0; rep < 4; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    float* d = dst.data();
-    const float* s = src.data();
-    for (size_t i = 0; i < n; ++i) d[i] = s[i] * 1.0001f;
-    best = std::min(best, seconds(t0));
-    src[rep] = dst[n - 1 - size_t(rep)];  // keeps the loop from being dropped
+// The middle of three rounds: the machine may be shared, and a single quiet (or busy) moment
+// says little about the rate a second-long replay gets.
+double median3(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The GEMM rate one rank gets while `ranks` ranks multiply at once; each round is long enough
+// (about 1e8 FLOPs per rank) to see the sustained rate rather than a burst.
+template <typename T, typename Gemm>
+double gemmRate(Gemm gemm, int n, int ranks) {
+  int reps = std::max(2, int(1e8 / (2.0 * n * n * double(n))));
+  std::vector<double> rounds;
+  for (int round = 0; round < 3; ++round)
+    rounds.push_back(concurrently(ranks, [&] {
+      std::vector<T> a(size_t(n) * n, T(0.5)), b(size_t(n) * n, T(0.25)), c(size_t(n) * n);
+      auto t0 = std::chrono::steady_clock::now();
+      for (int rep = 0; rep < reps; ++rep)
+        gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n);
+      return seconds(t0);
+    }));
+  return 2.0 * n * double(n) * n * reps / median3(rounds);
+}
+
+// Bytes read + written per second by an element-wise op as replay runs it: the output is a fresh,
+// zero-filled allocation (runtime/tensor.cpp), then the loop reads the input and writes the output.
+// Tensors of the size generated jobs replay (a MiB), so the allocator reuses memory as in replay.
+double elementwiseBandwidth(int ranks) {
+  const size_t n = size_t(256) << 10;  // 1 MiB of floats per buffer and rank
+  std::vector<double> rounds;
+  for (int round = 0; round < 3; ++round) {
+    rounds.push_back(concurrently(ranks, [&] {
+      std::vector<float> src(n, 1.0f);
+      auto t0 = std::chrono::steady_clock::now();
+      for (int rep = 0; rep < 8; ++rep) {
+        auto* d = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+        if (!d) throw std::bad_alloc();
+        std::memset(d, 0, n * sizeof(float));
+        const float* s = src.data();
+        for (size_t i = 0; i < n; ++i) d[i] = s[i] * 1.0001f;
+        volatile float keep = d[n - 1];  // keeps the loop from being dropped
+        (void)keep;
+        std::free(d);
+      }
+      return seconds(t0) / 8;
+    }));
   }
-  return 2.0 * double(n) * sizeof(float) / best;
+  return 2.0 * double(n) * sizeof(float) / median3(rounds);
 }
 
 }  // namespace
 
-HostMeasurement measureHost() {
+HostMeasurement measureHost(int ranks) {
   const Blas& blas = rt::blas();
   HostMeasurement m;
-  for (int n : {32, 64, 128, 256, 512}) m.sgemm_curve.push_back({double(n), gemmRate<float>(blas.sgemm, n)});
+  m.ranks = std::max(ranks, 1);
+  for (int n : {32, 64, 128, 256, 512}) m.sgemm_curve.push_back({double(n), gemmRate<float>(blas.sgemm, n, m.ranks)});
   m.sgemm_flops = m.sgemm_curve.back().second;
-  m.dgemm_flops = gemmRate<double>(blas.dgemm, 384);
-  m.copy_bw = copyBandwidth();
+  m.dgemm_flops = gemmRate<double>(blas.dgemm, 256, m.ranks);
+  m.copy_bw = elementwiseBandwidth(m.ranks);
   // Replay's executor looks up the kernel, allocates outputs and checks shapes for every op:
   // a few microseconds that no bandwidth term covers (docs/analyze.md).
   m.op_overhead_s = 3e-6;

@@ -5,7 +5,8 @@
 
 namespace spopt::rt {
 
-// About a second of measurement. Throws std::runtime_error when the BLAS cannot be opened.
-HostMeasurement measureHost();
+// The rates one rank gets while `ranks` ranks (threads, as replay's local backend runs them) work
+// at once. About a second. Throws std::runtime_error when the BLAS cannot be opened.
+HostMeasurement measureHost(int ranks);
 
 }  // namespace spopt::rt

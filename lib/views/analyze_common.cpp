@@ -90,6 +90,8 @@ std::vector<Metric> headlineMetrics(const JobReport& r) {
     m.push_back({key, std::string("  ") + collectiveKindName(k),
                  Metric::Bytes, v});
   }
+  m.push_back({"peak_bytes_per_rank", "peak memory per rank (max)", Metric::Bytes,
+               maxOver([](auto& x) { return x.memory.peak_bytes; })});
   m.push_back({"activation_bytes_per_rank", "activation memory per rank (max)", Metric::Bytes,
                maxOver([](auto& x) { return x.activations.total_bytes; })});
   return m;

@@ -85,6 +85,42 @@ std::string timelineSvg(const JobReport& r) {
   return svg + "</svg>\n";
 }
 
+// Bytes live while each op of the entry block runs, one curve per rank over the op order; a
+// bucket of ops draws its maximum, so the peak survives downsampling.
+std::string memorySvg(const JobReport& r) {
+  const double label_w = 90, width = 1000, height = 220;
+  int64_t peak = 1;
+  size_t longest = 1;
+  for (const RankReport& rr : r.ranks) {
+    peak = std::max(peak, rr.memory.peak_bytes);
+    longest = std::max(longest, rr.memory.live_at.size());
+  }
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(label_w + width + 10) + "\" height=\"" +
+                    num(height + 24) + "\" font-size=\"11\" font-family=\"monospace\">\n";
+  svg += "<rect x=\"" + num(label_w) + "\" y=\"0\" width=\"" + num(width) + "\" height=\"" + num(height) +
+         "\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n";
+  svg += "<text x=\"0\" y=\"12\">" + escapeHtml(humanBytes(peak)) + "</text><text x=\"0\" y=\"" + num(height) +
+         "\">0</text>\n";
+  const size_t buckets = 1000;
+  for (const RankReport& rr : r.ranks) {
+    const auto& live = rr.memory.live_at;
+    if (live.empty()) continue;
+    std::string points;
+    size_t per = std::max<size_t>(1, (live.size() + buckets - 1) / buckets);
+    for (size_t i = 0; i < live.size(); i += per) {
+      int64_t v = 0;
+      for (size_t j = i; j < std::min(live.size(), i + per); ++j) v = std::max(v, live[j]);
+      double x = label_w + width * double(i) / double(longest), y = height - height * double(v) / double(peak);
+      points += num(x) + "," + num(y) + " ";
+    }
+    svg += "<polyline fill=\"none\" stroke=\"" + std::string(kMemoryStroke) + "\" stroke-width=\"3\" points=\"" + points +
+           "\"><title>rank " + std::to_string(rr.rank) + "</title></polyline>\n";
+  }
+  svg += "<text x=\"" + num(label_w) + "\" y=\"" + num(height + 16) + "\">op 0</text><text x=\"" +
+         num(label_w + width - 60) + "\" y=\"" + num(height + 16) + "\">op " + std::to_string(longest) + "</text>\n";
+  return svg + "</svg>\n";
+}
+
 std::string legend() {
   std::string out = "<p class=\"legend\">";
   for (auto [fill, label] : {std::pair{kForwardFill, "forward"}, {kBackwardFill, "backward"},
@@ -145,10 +181,11 @@ std::string renderAnalyzeHtml(const std::vector<const JobReport*>& reports, cons
       out += "<h2>" + which + "Simulated step timeline</h2>\n" + legend();
       out += "<div class=\"graph timeline\">\n" + timelineSvg(r) + "</div>\n";
     }
+    out += "<h2>" + which + "Memory live over the op order, every rank</h2>\n";
+    out += "<div class=\"graph memory\">\n" + memorySvg(r) + "</div>\n";
     const RankReport& rank = detailRank(r, o);
     out += "<h2>" + which + "Activation memory, rank " + std::to_string(rank.rank) + "</h2>\n" + activationTable(rank);
   }
-  (void)kMemoryStroke;
   return out + htmlTail();
 }
 

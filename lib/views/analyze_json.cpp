@@ -66,6 +66,15 @@ Json rankJson(const RankReport& r) {
                         {"seconds", u.seconds}});
   comm["collectives"] = list;
   j["comm"] = comm;
+  const MemoryProfile& m = r.memory;
+  Json largest = Json::array();
+  for (auto& [v, b] : m.largest_at_peak) largest.push_back(Json{{"var", std::string(v->name)}, {"bytes", b}});
+  j["memory"] = Json{{"peak_bytes", m.peak_bytes},
+                     {"peak_op", m.peak_op},
+                     {"peak_op_type", r.peak_op ? Json(std::string(r.peak_op->type)) : Json(nullptr)},
+                     {"persistable_bytes", m.persistable_bytes},
+                     {"largest_at_peak", largest},
+                     {"unknown_size_vars", m.unknown_size.size()}};
   const ActivationReport& a = r.activations;
   Json layers = Json::array();
   for (const LayerActivations& l : a.layers) {
@@ -137,8 +146,14 @@ std::string renderAnalyzeCompareJson(const JobReport& before, const JobReport& a
 
 std::string renderAnalyzeTrace(const JobReport& r) {
   Json events = Json::array();
-  // Flow ids: the k-th collective of a ring is one id on every member rank.
-  std::map<std::pair<int64_t, int64_t>, int64_t> flow_ids;
+  // Collective #k of a ring: where its first member ran it, the start of the arrows to the others.
+  struct FlowEnd {
+    double ts;
+    int64_t pid;
+    size_t tid;
+  };
+  std::map<std::pair<int64_t, int64_t>, FlowEnd> flow_first;
+  int64_t next_flow = 0;
   for (const RankTimeline& t : r.timeline.ranks) {
     events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", t.rank}, {"args", {{"name", "rank " + std::to_string(t.rank)}}}});
     for (size_t s = 0; s < t.streams.size(); ++s) {
@@ -165,10 +180,17 @@ std::string renderAnalyzeTrace(const JobReport& r) {
       for (size_t k = 0; k < ops.size(); ++k) {
         auto w = where.find(ops[k]);
         if (w == where.end()) continue;
-        auto [it, first] = flow_ids.try_emplace({ring, int64_t(k)}, int64_t(flow_ids.size()));
-        events.push_back(Json{{"name", "collective"}, {"cat", "ring " + std::to_string(ring)}, {"ph", first ? "s" : "f"},
-                              {"bp", "e"}, {"id", it->second}, {"ts", micros(w->second.first->start)}, {"pid", t.rank},
-                              {"tid", w->second.second}});
+        // One arrow from the ring's first member to each other member (a flow is one start, one end).
+        double ts = micros(w->second.first->start);
+        auto [it, first] = flow_first.try_emplace({ring, int64_t(k)}, FlowEnd{ts, t.rank, w->second.second});
+        if (first) continue;
+        const FlowEnd& from = it->second;
+        std::string cat = "ring " + std::to_string(ring);
+        events.push_back(Json{{"name", "collective"}, {"cat", cat}, {"ph", "s"}, {"id", next_flow}, {"ts", from.ts},
+                              {"pid", from.pid}, {"tid", from.tid}});
+        events.push_back(Json{{"name", "collective"}, {"cat", cat}, {"ph", "f"}, {"bp", "e"}, {"id", next_flow},
+                              {"ts", ts}, {"pid", t.rank}, {"tid", w->second.second}});
+        ++next_flow;
       }
   }
   Json j{{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"model", r.model.name}, {"step_s", r.timeline.step_s}}}};

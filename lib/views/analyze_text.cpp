@@ -70,6 +70,20 @@ void commSection(std::string& out, const RankReport& rank) {
   if (rank.unknown_size) out += "  (" + std::to_string(rank.unknown_size) + " collectives of unknown size left out)\n";
 }
 
+void memorySection(std::string& out, const RankReport& rank) {
+  const MemoryProfile& m = rank.memory;
+  out += "\nmemory (rank " + std::to_string(rank.rank) + "): peak " + humanBytes(m.peak_bytes);
+  if (rank.peak_op) out += " at op " + std::to_string(m.peak_op) + " (" + std::string(rank.peak_op->type) + ")";
+  out += ", persistable " + humanBytes(m.persistable_bytes) + "\n";
+  if (!m.largest_at_peak.empty()) {
+    out += "  largest live there:";
+    for (size_t i = 0; i < m.largest_at_peak.size() && i < 3; ++i)
+      out += std::string(i ? "," : "") + " " + std::string(m.largest_at_peak[i].first->name) + " " +
+             humanBytes(m.largest_at_peak[i].second);
+    out += "\n";
+  }
+}
+
 void activationSection(std::string& out, const RankReport& rank, const AnalyzeViewOptions& o) {
   const ActivationReport& a = rank.activations;
   if (!a.has_backward) {
@@ -107,15 +121,17 @@ std::string renderAnalyzeText(const JobReport& r, const AnalyzeViewOptions& o) {
   commSection(out, rank);
   out += "\ncompute (rank " + std::to_string(rank.rank) + "): " + formatMetric(Metric::Flops, rank.flops) + " in " +
          std::to_string(rank.ops) + " ops\n";
+  memorySection(out, rank);
   activationSection(out, rank, o);
   if (r.ranks.size() > 1) {
     out += "\n" + pad("rank", 6) + lpad("end", 12) + lpad("compute", 12) + lpad("exposed", 12) + lpad("wire", 12) +
-           lpad("activations", 13) + "\n";
+           lpad("peak", 12) + lpad("activations", 13) + "\n";
     for (const RankReport& rr : r.ranks) {
       const RankTimeline* t = timelineOf(r, rr.rank);
       out += pad(std::to_string(rr.rank), 6) + lpad(t ? humanSeconds(t->end_s) : "-", 12) +
              lpad(t ? humanSeconds(t->total.compute_s) : "-", 12) + lpad(t ? humanSeconds(t->total.exposed_s) : "-", 12) +
-             lpad(humanBytes(rr.comm.wire), 12) + lpad(humanBytes(rr.activations.total_bytes), 13) + "\n";
+             lpad(humanBytes(rr.comm.wire), 12) + lpad(humanBytes(rr.memory.peak_bytes), 12) +
+             lpad(humanBytes(rr.activations.total_bytes), 13) + "\n";
     }
   }
   return out;

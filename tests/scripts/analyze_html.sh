@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Browser test of `sp-opt analyze --format html`: headless Chromium renders the page of a
-# sequence-parallel GPT job and its fused rewrite; the screenshot must show the timeline (forward,
+# sequence-parallel GPT job of realistic shape (shapes cost nothing here) and its fused rewrite; the screenshot must show the timeline (forward,
 # backward and collective fills in far more pixels than the legend swatches hold) and the memory
 # curve. Also checks that the page is self-contained. Skips (exit 77) without Chromium.
 # Usage: analyze_html.sh SP_OPT SOURCE_DIR
@@ -21,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL analyze_html: $*"; exit 1; }
 
-"$sp_opt" gen gpt --tp 4 --sequence-parallel --hidden 256 --heads 4 --seq 128 --dtype bfloat16 -o "$work/sp.json" >/dev/null ||
+"$sp_opt" gen gpt --tp 4 --sequence-parallel --hidden 2048 --heads 16 --seq 1024 --dtype bfloat16 -o "$work/sp.json" >/dev/null ||
   fail "gen failed"
 "$sp_opt" rewrite "$work/sp.json" "$work/fused.json" || fail "rewrite failed"
 "$sp_opt" analyze "$work/sp.json" "$work/fused.json" --format html -o "$work/analyze.html" || fail "analyze --format html failed"

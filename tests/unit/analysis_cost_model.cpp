@@ -58,7 +58,7 @@ TEST_CASE("FLOPs and ring bytes by hand", "[analyze]") {
   CHECK(w->wire == 2 * (2 - 1) * 64 * 64 * 4 / 2);
   CHECK(w->steps == 2);
   // alpha + wire / bus bw
-  CHECK(opCostSeconds(ar, simple(), 2) == Approx(1e-6 + 16384 / 1e9));
+  CHECK(opCostSeconds(ar, simple()) == Approx(1e-6 + 16384 / 1e9));
 }
 
 TEST_CASE("a collective starts when its last member arrives", "[analyze]") {
@@ -115,4 +115,31 @@ TEST_CASE("overrides must be positive", "[analyze]") {
   applyOverrides(m, o);
   CHECK(m.bus_bw == 100e9);
   CHECK_FALSE(presetModel("no-such"));
+}
+
+TEST_CASE("collectives whose issue orders cross between rings are refused, not hung", "[analyze]") {
+  // Both ranks are on rings 0 and 1; rank 0 issues ring 0 first, rank 1 ring 1 first, on one stream.
+  auto program = [](int rank, int first, int second) {
+    auto ar = [](int ring, const char* in, const char* out) {
+      return std::string("{\"type\":\"c_allreduce_sum\",\"inputs\":{\"X\":[\"") + in + "\"]},\"outputs\":{\"Out\":[\"" + out +
+             "\"]},\"attrs\":{\"ring_id\":" + std::to_string(ring) + ",\"op_role\":1}}";
+    };
+    return "{\"rank\":" + std::to_string(rank) +
+           ",\"blocks\":[{\"idx\":0,\"parent_idx\":-1,\"vars\":[{\"name\":\"a\",\"shape\":[4],\"dtype\":\"float32\"},"
+           "{\"name\":\"b\",\"shape\":[4],\"dtype\":\"float32\"},{\"name\":\"c\",\"shape\":[4],\"dtype\":\"float32\"}],"
+           "\"ops\":[" + ar(first, "a", "b") + "," + ar(second, "a", "c") + "]}]}";
+  };
+  std::string text =
+      "{\"format\":\"sp-opt.program\",\"version\":1,\"world_size\":2,\"process_groups\":[{\"ring_id\":0,\"ranks\":[0,1]},"
+      "{\"ring_id\":1,\"ranks\":[0,1]}],\"programs\":[" + program(0, 0, 1) + "," + program(1, 1, 0) + "]}";
+  auto job = loadJobFromText(text, "cross.json");
+  try {
+    simulateStep(*job, simple());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    std::string line = e.diagnostic().line();
+    INFO(line);
+    CHECK(line.find("cross.json: /programs/") == 0);
+    CHECK(line.find("form a cycle") != std::string::npos);
+  }
 }
