@@ -94,7 +94,7 @@ class OverlapCollectives final : public Pass {
       std::vector<std::vector<double>> costs;
       for (auto& r : regions) {
         costs.emplace_back();
-        for (Op* op : r) costs.back().push_back(opCostSeconds(*op, *model, int64_t(job.programs.size())));
+        for (Op* op : r) costs.back().push_back(opCostSeconds(*op, *model));
       }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
       std::vector<CollectiveOutcome> mine;
