@@ -11,6 +11,8 @@ namespace {
 int runPasses(bool all) {
   const PassRegistry& registry = PassRegistry::builtin();
   std::cout << "default pipeline: " << kDefaultPipeline << "\n";
+  for (const PipelineAlias& a : kPipelineAliases)
+    std::cout << "alias " << a.name << ": " << a.expansion << "\n      " << a.description << "\n";
   for (const PassInfo* p : registry.all()) {
     std::cout << "\n" << p->name << "\n  " << p->description << "\n";
     for (const OptionSpec& o : p->options) {

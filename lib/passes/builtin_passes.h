@@ -8,7 +8,9 @@
 
 #define SPOPT_BUILTIN_PASSES(X) \
   X(fuseAllreduceSplitPass) \
-  X(regatherActivationsPass)
+  X(regatherActivationsPass) \
+  X(splitMatmulGradPass) \
+  X(overlapCollectivesPass)
 
 namespace spopt {
 

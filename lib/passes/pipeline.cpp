@@ -36,7 +36,14 @@ class Parser {
       } else if (c == '}') {
         if (--depth < 0) fail("'}' without '{' at offset " + std::to_string(i));
       } else if (c == ',' && depth == 0) {
-        out.push_back(element(text_.substr(start, i - start), start));
+        std::string_view piece = text_.substr(start, i - start);
+        if (const PipelineAlias* a = findPipelineAlias(trim(piece))) {
+          // An alias expands in place; its own text holds no alias, so this recursion is one deep.
+          Pipeline sub = Parser(a->expansion, reg_, source_).run();
+          out.insert(out.end(), sub.begin(), sub.end());
+        } else {
+          out.push_back(element(piece, start));
+        }
         start = i + 1;
       }
     }
@@ -65,6 +72,7 @@ class Parser {
       has_opts = true;
     }
     name = trim(name);
+    if (findPipelineAlias(name)) fail("alias \"" + std::string(name) + "\" takes no options");
     if (name.empty()) fail("empty pass name at offset " + std::to_string(offset));
     const PassInfo* info = reg_.find(std::string(name));
     if (!info) {
@@ -113,6 +121,12 @@ class Parser {
 };
 
 }  // namespace
+
+const PipelineAlias* findPipelineAlias(std::string_view name) {
+  for (const PipelineAlias& a : kPipelineAliases)
+    if (a.name == name) return &a;
+  return nullptr;
+}
 
 std::string ConfiguredPass::text() const {
   std::string s = info->name;

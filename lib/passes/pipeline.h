@@ -10,9 +10,25 @@
 
 namespace spopt {
 
-// The sequence-parallel chain, in order. Later passes (memory optimisation, overlap) are
-// appended here and nowhere else.
-inline constexpr std::string_view kDefaultPipeline = "fuse-allreduce-split";
+// The seed's whole chain, in order: (1) fuse all-reduce + split into reduce-scatter, (2) trade
+// communication for memory (re-gather column inputs in backward), (3) overlap backward
+// communication with computation. Also the alias `sequence-parallel`, and the default pipeline.
+inline constexpr std::string_view kSequenceParallelPipeline =
+    "fuse-allreduce-split,regather-activations,overlap-collectives";
+inline constexpr std::string_view kDefaultPipeline = kSequenceParallelPipeline;
+
+// A name that stands for a whole pipeline, usable wherever a pass name is (without options):
+// `--passes=sequence-parallel,verify-x` expands in place.
+struct PipelineAlias {
+  std::string_view name;
+  std::string_view expansion;
+  std::string_view description;
+};
+inline constexpr PipelineAlias kPipelineAliases[] = {
+    {"sequence-parallel", kSequenceParallelPipeline,
+     "the sequence-parallel chain, under the name of Paddle's auto_parallel_sequence_parallel_optimization pass"},
+};
+const PipelineAlias* findPipelineAlias(std::string_view name);  // null when not an alias
 
 struct ConfiguredPass {
   const PassInfo* info = nullptr;

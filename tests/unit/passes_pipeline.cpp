@@ -144,3 +144,21 @@ TEST_CASE("options bound to a struct: kinds and defaults from the members, value
   }
   CHECK(err == "--passes: option mode of pass bound takes one of always, auto, off, got \"sometimes\"");
 }
+
+TEST_CASE("the sequence-parallel alias expands in place to the whole chain", "[passes][pipeline]") {
+  const auto& reg = PassRegistry::builtin();
+  auto p = parsePipeline("sequence-parallel", reg);
+  CHECK(pipelineText(p) == kSequenceParallelPipeline);
+  auto q = parsePipeline("split-matmul-grad,sequence-parallel", reg);
+  REQUIRE(q.size() == p.size() + 1);
+  CHECK(q.front().info->name == "split-matmul-grad");
+  CHECK(q.back().info->name == "overlap-collectives");
+  REQUIRE(findPipelineAlias("sequence-parallel") != nullptr);
+  CHECK(findPipelineAlias("fuse-allreduce-split") == nullptr);
+  try {
+    parsePipeline("sequence-parallel{max-in-flight=1}", reg);
+    FAIL("an alias with options parsed");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("alias \"sequence-parallel\" takes no options") != std::string::npos);
+  }
+}

@@ -1,0 +1,253 @@
+// The list scheduler of overlap-collectives (see overlap_support.h).
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <stdexcept>
+#include <tuple>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "passes/overlap_support.h"
+
+namespace spopt {
+namespace {
+
+constexpr double kHiddenSlack = 1e-3;  // exposed below this fraction of the cost counts as hidden
+
+// Dependencies of a region as compressed adjacency lists, both directions.
+struct Graph {
+  size_t n = 0;
+  std::vector<uint32_t> succ_start, succ, pred_start, pred;
+  std::vector<int64_t> ring;  // ring id of a collective, -1 for a compute op
+  // Bottom level: the op's cost plus the longest cost path from it to the region's end
+  // (collectives' time on the wire included): the classic list-scheduling priority.
+  std::vector<double> level;
+  std::vector<uint8_t> feeds_coll;  // a collective reads what the op writes: run it first
+};
+
+Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost) {
+  Graph g;
+  g.n = region.size();
+  g.ring.assign(g.n, -1);
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  struct Access {
+    int32_t writer = -1;
+    std::vector<uint32_t> readers;  // since the last write
+  };
+  absl::flat_hash_map<const Var*, Access> vars;
+  absl::flat_hash_map<int64_t, uint32_t> last_of_ring;
+  for (uint32_t i = 0; i < g.n; ++i) {
+    const Op& op = *region[i];
+    for (const Slot& s : op.inputs)
+      for (const Arg& a : s.args) {
+        Access& acc = vars[a.var];
+        if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
+        acc.readers.push_back(i);
+      }
+    for (const Slot& s : op.outputs)
+      for (const Arg& a : s.args) {
+        Access& acc = vars[a.var];
+        if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
+        for (uint32_t r : acc.readers)
+          if (r != i) edges.emplace_back(r, i);
+        acc.readers.clear();
+        acc.writer = int32_t(i);
+      }
+    if (auto c = commCollective(op)) {
+      g.ring[i] = c->ring_id;
+      auto [it, fresh] = last_of_ring.try_emplace(c->ring_id, i);
+      if (!fresh) edges.emplace_back(it->second, i), it->second = i;
+    }
+  }
+  auto csr = [&](bool forward, std::vector<uint32_t>& start, std::vector<uint32_t>& list) {
+    start.assign(g.n + 1, 0);
+    for (auto [a, b] : edges) ++start[(forward ? a : b) + 1];
+    for (size_t i = 0; i < g.n; ++i) start[i + 1] += start[i];
+    list.resize(edges.size());
+    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+    for (auto [a, b] : edges) list[fill[forward ? a : b]++] = forward ? b : a;
+  };
+  csr(true, g.succ_start, g.succ);
+  csr(false, g.pred_start, g.pred);
+  g.level.assign(g.n, 0);
+  g.feeds_coll.assign(g.n, 0);
+  for (size_t i = g.n; i-- > 0;) {
+    double longest = 0;
+    for (uint32_t k = g.succ_start[i]; k < g.succ_start[i + 1]; ++k) {
+      longest = std::max(longest, g.level[g.succ[k]]);
+      if (g.ring[i] < 0 && g.ring[g.succ[k]] >= 0) g.feeds_coll[i] = 1;
+    }
+    g.level[i] = cost[i] + longest;
+  }
+  return g;
+}
+
+// Times a given order: compute ops one after another, each ring's collectives on their stream.
+double simulateOrder(const Graph& g, const std::vector<uint32_t>& order, const std::vector<double>& cost,
+                     std::vector<CollectiveOutcome>* colls, const std::vector<Op*>& region) {
+  std::vector<double> finish(g.n, 0);
+  std::vector<int32_t> coll_slot(g.n, -1);
+  absl::flat_hash_map<int64_t, double> ring_free;
+  double now = 0;
+  for (uint32_t i : order) {
+    double ready = 0, data_ready = 0;  // data_ready: not counting the ring's own previous collective
+    int32_t blocker = -1;  // the collective whose result the op waited for longest
+    for (uint32_t k = g.pred_start[i]; k < g.pred_start[i + 1]; ++k) {
+      uint32_t p = g.pred[k];
+      if (finish[p] > ready) ready = finish[p], blocker = g.ring[p] >= 0 ? int32_t(p) : -1;
+      if (g.ring[p] < 0 || g.ring[p] != g.ring[i]) data_ready = std::max(data_ready, finish[p]);
+    }
+    if (g.ring[i] >= 0) {
+      double& free = ring_free[g.ring[i]];
+      double start = std::max({now, ready, free});
+      finish[i] = free = start + cost[i];
+      if (colls) {
+        coll_slot[i] = int32_t(colls->size());
+        colls->push_back({region[i], i, cost[i], 0, start - std::max(now, data_ready), Limit::None});
+      }
+      continue;
+    }
+    if (ready > now && blocker >= 0 && colls && coll_slot[size_t(blocker)] >= 0)
+      (*colls)[size_t(coll_slot[size_t(blocker)])].exposed_s += ready - now;
+    now = std::max(now, ready) + cost[i];
+    finish[i] = now;
+  }
+  for (double f : finish) now = std::max(now, f);
+  return now;
+}
+
+}  // namespace
+
+const char* limitCode(Limit l) {
+  switch (l) {
+    case Limit::None: return "hidden";
+    case Limit::NoIndependentCompute: return "no-independent-compute";
+    case Limit::RingOrder: return "ring-order";
+    case Limit::MaxInFlight: return "max-in-flight";
+    case Limit::Window: return "window";
+    case Limit::MemoryCap: return "memory-cap";
+  }
+  return "?";
+}
+
+RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& cost, const ScheduleOptions& opts) {
+  Graph g = buildGraph(region, cost);
+  const size_t n = g.n;
+  RegionSchedule out;
+  std::vector<uint32_t> original(n);
+  for (uint32_t i = 0; i < n; ++i) original[i] = i;
+  out.before_s = simulateOrder(g, original, cost, nullptr, region);
+
+  std::vector<uint32_t> order;
+  order.reserve(n);
+  std::vector<uint8_t> inflight_blocked(n, 0);
+  if (opts.window == 0) {
+    order = original;
+  } else {
+    std::vector<uint32_t> indeg(n, 0);
+    for (size_t i = 0; i < n; ++i) indeg[i] = g.pred_start[i + 1] - g.pred_start[i];
+    std::vector<double> finish(n, 0);
+    std::vector<uint8_t> done(n, 0), released(n, 0);
+    // Ops a collective waits for first, then the highest bottom level, then program order; waiting
+    // ops by the time their input arrives.
+    using Avail = std::tuple<int, double, uint32_t>;          // (feeds no collective, -level, position)
+    using Wait = std::tuple<double, int, double, uint32_t>;   // (ready time, ...Avail)
+    std::priority_queue<Avail, std::vector<Avail>, std::greater<>> available;
+    std::priority_queue<Wait, std::vector<Wait>, std::greater<>> waiting;
+    std::vector<uint32_t> ready_colls;                       // at most one per ring (the chain)
+    absl::flat_hash_map<int64_t, std::deque<double>> inflight;  // ring -> end times, ascending
+    absl::flat_hash_map<int64_t, double> ring_free;
+    double now = 0;
+    size_t lo = 0, hi = 0;
+    auto readyTime = [&](uint32_t i) {
+      double r = 0;
+      for (uint32_t k = g.pred_start[i]; k < g.pred_start[i + 1]; ++k) r = std::max(r, finish[g.pred[k]]);
+      return r;
+    };
+    auto release = [&](uint32_t i) {
+      released[i] = 1;
+      if (g.ring[i] >= 0) return ready_colls.push_back(i);
+      double r = readyTime(i);
+      if (r <= now) available.emplace(1 - g.feeds_coll[i], -g.level[i], i);
+      else waiting.emplace(r, 1 - g.feeds_coll[i], -g.level[i], i);
+    };
+    auto complete = [&](uint32_t i) {
+      done[i] = 1;
+      order.push_back(i);
+      for (uint32_t k = g.succ_start[i]; k < g.succ_start[i + 1]; ++k) {
+        uint32_t s = g.succ[k];
+        if (--indeg[s] == 0 && s < hi) release(s);
+      }
+    };
+    while (order.size() < n) {
+      while (lo < n && done[lo]) ++lo;
+      size_t new_hi = std::min(n, lo + opts.window);
+      for (; hi < new_hi; ++hi)
+        if (indeg[hi] == 0 && !released[hi]) release(uint32_t(hi));
+      // Issue every collective whose ring has room, as early as its inputs allow.
+      for (bool issued = true; issued;) {
+        issued = false;
+        for (size_t k = 0; k < ready_colls.size(); ++k) {
+          uint32_t c = ready_colls[k];
+          auto& q = inflight[g.ring[c]];
+          while (!q.empty() && q.front() <= now) q.pop_front();
+          if (int64_t(q.size()) >= opts.max_in_flight) {
+            inflight_blocked[c] = 1;
+            continue;
+          }
+          double& free = ring_free[g.ring[c]];
+          finish[c] = free = std::max({now, readyTime(c), free}) + cost[c];
+          q.push_back(finish[c]);
+          ready_colls[k] = ready_colls.back();
+          ready_colls.pop_back();
+          complete(c);
+          issued = true;
+          break;
+        }
+      }
+      if (order.size() == n) break;
+      while (!waiting.empty() && std::get<0>(waiting.top()) <= now) {
+        auto [r, f, l, i] = waiting.top();
+        available.emplace(f, l, i);
+        waiting.pop();
+      }
+      if (!available.empty()) {
+        uint32_t i = std::get<2>(available.top());
+        available.pop();
+        finish[i] = now = now + cost[i];
+        complete(i);
+        continue;
+      }
+      // Nothing can run now: wait for the earliest collective result or ring slot.
+      double next = waiting.empty() ? -1 : std::get<0>(waiting.top());
+      for (uint32_t c : ready_colls) {
+        const auto& q = inflight[g.ring[c]];
+        if (!q.empty() && (next < 0 || q.front() < next)) next = q.front();
+      }
+      if (next < 0)
+        throw std::logic_error("overlap scheduler: no op can be scheduled (" + std::to_string(order.size()) + " of " +
+                               std::to_string(n) + ", lowest " + std::to_string(lo) + " " + std::string(region[lo]->type) +
+                               " waits on " + std::to_string(indeg[lo]) + ")");
+      now = std::max(now, next);
+    }
+  }
+  out.after_s = simulateOrder(g, order, cost, &out.collectives, region);
+  if (out.after_s > out.before_s) {  // never worse than the program's own order (in this model)
+    order = original;
+    out.collectives.clear();
+    out.after_s = simulateOrder(g, order, cost, &out.collectives, region);
+  }
+  for (CollectiveOutcome& c : out.collectives) {
+    if (c.exposed_s <= kHiddenSlack * c.cost_s) continue;
+    size_t pos = c.region_pos;
+    if (c.ring_wait_s >= 0.5 * c.exposed_s) c.limit = Limit::RingOrder;
+    else if (inflight_blocked[pos]) c.limit = Limit::MaxInFlight;
+    else c.limit = opts.window < n ? Limit::Window : Limit::NoIndependentCompute;
+  }
+  out.order.reserve(n);
+  for (uint32_t i : order) out.order.push_back(region[i]);
+  for (uint32_t i = 0; i < n && !out.changed; ++i) out.changed = order[i] != i;
+  return out;
+}
+
+}  // namespace spopt

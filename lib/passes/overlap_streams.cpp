@@ -1,0 +1,75 @@
+// Regions, order application and comm-stream assignment of overlap-collectives
+// (see overlap_support.h).
+#include <algorithm>
+#include <string>
+
+#include "ir/op_role.h"
+#include "passes/overlap_support.h"
+
+namespace spopt {
+
+std::string commStreamName(int64_t ring_id) { return "comm_ring_" + std::to_string(ring_id); }
+
+std::optional<Collective> commCollective(const Op& op) {
+  auto c = asCollective(op);
+  if (!c || !communicates(*c)) return std::nullopt;
+  return c;
+}
+
+std::vector<std::vector<Op*>> scheduleRegions(Block& entry, bool all_phases) {
+  std::vector<std::vector<Op*>> regions(1);
+  for (Op& op : entry.ops) {
+    bool movable = !op.attrs.has("sub_block") && (all_phases || phaseOf(op) == Phase::Backward);
+    if (movable) regions.back().push_back(&op);
+    else if (!regions.back().empty()) regions.emplace_back();
+  }
+  if (regions.back().empty()) regions.pop_back();
+  return regions;
+}
+
+void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order) {
+  if (region.empty()) return;
+  Block& b = *region.front()->block;
+  Block::OpIter end = std::next(region.back()->self);
+  for (Op* op : order) b.moveOp(op, end);
+}
+
+std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vector<Op*>>& regions) {
+  size_t moved = 0, events = 0;
+  for (const auto& region : regions)
+    for (Op* op : region) {
+      auto c = commCollective(*op);
+      if (!c) continue;
+      std::string stream = commStreamName(c->ring_id);
+      if (op->executionStream() != stream) ++moved;
+      setExecutionStream(*op, job, stream);
+      // In place: an output var that is also an input.
+      const Var* inplace = nullptr;
+      for (const Slot& o : op->outputs)
+        for (const Arg& a : o.args)
+          for (const Slot& i : op->inputs)
+            for (const Arg& b : i.args)
+              if (a.var == b.var) inplace = a.var;
+      if (!inplace) continue;
+      Block& blk = *op->block;
+      Op* last_reader = nullptr;
+      for (Op* r : inplace->readers)
+        if (r != op && r->block == &blk && blk.isBefore(r, op) && r->executionStream() != stream &&
+            (!last_reader || blk.isBefore(last_reader, r)))
+          last_reader = r;
+      if (!last_reader) continue;
+      std::string ev = eventToRecord(*last_reader);
+      if (ev.empty()) {
+        ev = "overlap_ev_" + std::to_string(last_reader->id);
+        setEventToRecord(*last_reader, job, ev);
+      }
+      std::vector<std::string> waits = eventsToWait(*op);
+      if (std::find(waits.begin(), waits.end(), ev) != waits.end()) continue;
+      waits.push_back(ev);
+      setEventsToWait(*op, job, waits);
+      ++events;
+    }
+  return {moved, events};
+}
+
+}  // namespace spopt

@@ -1,0 +1,89 @@
+// overlap-collectives' parts on small jobs in the text form: the list scheduler (dependencies,
+// ring chains, hiding a collective behind independent work) and the matmul grad split.
+#include <catch2/catch.hpp>
+
+#include "io/text_reader.h"
+#include "passes/matmul_grad_split.h"
+#include "passes/overlap_support.h"
+
+using namespace spopt;
+
+namespace {
+
+std::unique_ptr<Job> job1(const std::string& ops, const std::string& vars) {
+  std::string text = "sp-opt.program text 1\nworld_size 2\ngroup ring_id=0 ranks=[0,1]\ngroup ring_id=1 ranks=[0,1]\n"
+                     "rank 0 {\n  block 0 parent=-1 {\n" + vars + ops + "  }\n}\n";
+  return readTextJob(text, "test.sptxt");
+}
+
+std::vector<Op*> opsOf(Job& job) {
+  std::vector<Op*> v;
+  for (Op& op : job.programs[0]->blocks[0]->ops) v.push_back(&op);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the scheduler issues a collective early and fills its flight with independent work", "[passes][overlap]") {
+  auto job = job1(
+      "    {Out=[c]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[bs]} = c_allreduce_sum(X=[b]) {ring_id=0, op_role=1}\n"
+      "    {Out=[d]} = relu(X=[bs]) {op_role=1}\n",
+      "    var a : float32[4]\n    var b : float32[4]\n    var bs : float32[4]\n    var c : float32[4]\n    var d : float32[4]\n");
+  auto region = opsOf(*job);
+  // relu 1 s, all-reduce 1 s: issued first, the first relu hides it.
+  RegionSchedule s = scheduleRegion(region, {1.0, 1.0, 1.0}, {});
+  REQUIRE(s.order.size() == 3);
+  CHECK(s.order[0] == region[1]);
+  CHECK(s.order[1] == region[0]);
+  CHECK(s.order[2] == region[2]);
+  CHECK(s.before_s == Approx(3.0));
+  CHECK(s.after_s == Approx(2.0));
+  REQUIRE(s.collectives.size() == 1);
+  CHECK(s.collectives[0].limit == Limit::None);
+  // window=0 keeps the order.
+  RegionSchedule kept = scheduleRegion(region, {1.0, 1.0, 1.0}, {4, 0});
+  CHECK(kept.order == region);
+  CHECK_FALSE(kept.changed);
+}
+
+TEST_CASE("the scheduler keeps one ring's collectives in order and respects in-place writes", "[passes][overlap]") {
+  auto job = job1(
+      "    {Out=[g]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[r]} = scale(X=[g]) {scale=2.0, op_role=1}\n"
+      "    {Out=[g]} = c_allreduce_sum(X=[g]) {ring_id=0, op_role=1}\n"
+      "    {Out=[bs]} = c_allreduce_sum(X=[b]) {ring_id=0, op_role=1}\n",
+      "    var a : float32[4]\n    var g : float32[4]\n    var r : float32[4]\n    var b : float32[4]\n    var bs : float32[4]\n");
+  auto region = opsOf(*job);
+  RegionSchedule s = scheduleRegion(region, {1.0, 1.0, 1.0, 1.0}, {});
+  auto at = [&](Op* op) { return std::find(s.order.begin(), s.order.end(), op) - s.order.begin(); };
+  CHECK(at(region[2]) < at(region[3]));  // ring 0: #0 before #1, though #1's input is ready first
+  CHECK(at(region[1]) < at(region[2]));  // the in-place all-reduce overwrites g after scale read it
+  CHECK(at(region[0]) < at(region[1]));
+}
+
+TEST_CASE("matmul_v2_grad splits into a dX and a flattened dW GEMM", "[passes][overlap]") {
+  auto job = job1(
+      "    {X@GRAD=[dx], Y@GRAD=[dw]} = matmul_v2_grad(X=[x], Y=[w], Out@GRAD=[dy]) {trans_x=false, trans_y=false, op_role=1}\n",
+      "    var x : float32[2,3,4]\n    var w : float32[4,5]\n    var dy : float32[2,3,5]\n    var dx : float32[2,3,4]\n"
+      "    var dw : float32[4,5]\n");
+  Op* grad = opsOf(*job)[0];
+  REQUIRE(matmulGradSplitRefusal(*grad).empty());
+  MatmulGradSplit r = splitMatmulGrad(*job, *grad);
+  auto ops = opsOf(*job);
+  REQUIRE(ops.size() == 4);  // dX, reshape X, reshape dOut, dW
+  CHECK(ops[0] == r.dx);
+  CHECK(r.dx->type == "matmul_v2");
+  CHECK(r.dx->attrs.getBool("trans_y") == true);
+  CHECK(ops[1]->type == "reshape2");
+  CHECK(ops[1]->out("Out")->shape == std::vector<int64_t>{6, 4});
+  CHECK(ops[2]->out("Out")->shape == std::vector<int64_t>{6, 5});
+  CHECK(ops[3] == r.dw);
+  CHECK(r.dw->attrs.getBool("trans_x") == true);
+  CHECK(r.dw->out("Out")->name == "dw");
+  // trans_x and batched weights are refused.
+  auto job2 = job1("    {X@GRAD=[dx], Y@GRAD=[dw]} = matmul_v2_grad(X=[x], Y=[w], Out@GRAD=[dy]) {trans_x=true, trans_y=false}\n",
+                   "    var x : float32[4,3]\n    var w : float32[4,5]\n    var dy : float32[3,5]\n    var dx : float32[4,3]\n"
+                   "    var dw : float32[4,5]\n");
+  CHECK(matmulGradSplitRefusal(*opsOf(*job2)[0]).find("trans_x") != std::string::npos);
+}
