@@ -102,7 +102,7 @@ CASES = []
 def case(name, j, cmd=None, checks=(), rc=0, expect_out=True, stdout=None, extra=None):
     CASES.append(dict(name=name, job=j, cmd=cmd, checks=checks, rc=rc, expect_out=expect_out, stdout=stdout, extra=extra or {}))
 
-REWRITE = "%sp-opt rewrite %S/in.json %T/out.json --stats --explain"
+REWRITE = "%sp-opt rewrite %S/in.json %T/out.json --stats --explain --passes=fuse-allreduce-split"
 UNCHANGED = REWRITE + " && %sp-opt rewrite %S/in.json %T/noop.json --passes= && cmp %T/out.json %T/noop.json"
 
 def fused(name, j, checks, cmd=REWRITE):
@@ -488,18 +488,18 @@ case("fuse-roundtrip-empty-pipeline", CASES[[c["name"] for c in CASES].index("fu
      "%sp-opt rewrite %S/in.json %T/out.json --passes= --stats && python3 -c \"import json,sys; "
      "load=lambda f: json.load(open(f), object_pairs_hook=list); sys.exit(0 if load(sys.argv[1]) == load(sys.argv[2]) else 1)\" "
      "%S/in.json %T/out.json", ["CHECK: pass statistics", "CHECK-NOT: fuse-allreduce-split"])
-case("fuse-dry-run", SIMPLE, "%sp-opt rewrite %S/in.json %T/out.json --dry-run --stats --report %T/report.json "
+case("fuse-dry-run", SIMPLE, "%sp-opt rewrite %S/in.json %T/out.json --passes=fuse-allreduce-split --dry-run --stats --report %T/report.json "
      "&& python3 -c \"import json,sys; r=json.load(open(sys.argv[1])); print(r['dry_run'], r['output'], r['passes'][0]['rewritten'])\" %T/report.json",
      [f"CHECK: {stats(2, 2, 0)}"], expect_out=False, stdout="True None 2\n", extra={"absent": "out.json\n"})
 case("fuse-report", CASES[[c["name"] for c in CASES].index("fuse-refuse-peer-multi-use")]["job"],
-     "%sp-opt rewrite %S/in.json %T/out.json --report %T/report.json && python3 -c \"import json,sys; r=json.load(open(sys.argv[1])); "
+     "%sp-opt rewrite %S/in.json %T/out.json --passes=fuse-allreduce-split --report %T/report.json && python3 -c \"import json,sys; r=json.load(open(sys.argv[1])); "
      "[p.pop(k) for p in r['passes'] for k in ('time_ms','verify_ms')]; r.pop('load_ms'); print(json.dumps(r, indent=1))\" %T/report.json",
      [NO_EXPLAIN], expect_out=False, stdout="")
-case("fuse-print-after", SIMPLE, "%sp-opt rewrite %S/in.json - --print-after=fuse-allreduce-split > %T/out.json",
+case("fuse-print-after", SIMPLE, "%sp-opt rewrite %S/in.json - --passes=fuse-allreduce-split --print-after=fuse-allreduce-split > %T/out.json",
      ["CHECK: // ----- after fuse-allreduce-split -----", "CHECK: c_reducescatter", "CHECK-NOT: c_allreduce_sum"])
 case("fuse-print-after-all-empty", SIMPLE, "%sp-opt rewrite %S/in.json %T/out.json --print-after-all --passes=",
      ["CHECK-NOT: // -----"], expect_out=False)
-case("fuse-stdin-stdout", SIMPLE, "cat %S/in.json | %sp-opt rewrite - - > %T/out.json", [])
+case("fuse-stdin-stdout", SIMPLE, "cat %S/in.json | %sp-opt rewrite - - --passes=fuse-allreduce-split > %T/out.json", [])
 case("fuse-passes-list", SIMPLE, "%sp-opt passes", [], expect_out=False, stdout="")
 case("fuse-passes-list-all", SIMPLE, "%sp-opt passes --all", [], expect_out=False, stdout="")
 case("fuse-bad-input", SIMPLE, "echo '{\"format\": \"sp-opt.program\"}' | %sp-opt rewrite - %T/out.json",

@@ -27,7 +27,7 @@ for dialect in legacy current; do
   job="$tmp/mlp_$dialect.json"
   out="$tmp/mlp_${dialect}_fused.json"
   "$sp_opt" gen mlp --tp 4 --layers 2 --sequence-parallel --dialect "$dialect" -o "$job" > /dev/null
-  "$sp_opt" rewrite "$job" "$out" > /dev/null
+  "$sp_opt" rewrite "$job" "$out" --passes=fuse-allreduce-split > /dev/null
   ops() { jq -c '.programs[] | select(.rank == 2) | .blocks[0].ops[]' "$out"; }
   count() { ops | jq -r '.type' | grep -cxE "$1" || true; }
   expect "$dialect all-gathers" "$(count 'c_allgather|all_gather')" 4
