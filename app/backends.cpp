@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <CLI/CLI.hpp>
+
 #include "runtime/cpu_budget.h"
 #include "runtime/local_backend.h"
 #include "support/error.h"
@@ -82,6 +84,20 @@ void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks) {
 int reportCurrentError(rt::Backend& backend) {
   auto report = describeError(std::current_exception());
   return backend.reportError(report.text, report.code);
+}
+
+}  // namespace spopt::app
+
+namespace spopt::app {
+
+void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream) {
+  sub.add_option("--timeout", timeout_s, "Seconds any rank waits for a collective or another of its streams")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--link", link,
+                 "BW_GBPS[,LATENCY_US]: every collective takes at least latency + ring bytes / bandwidth (GB/s) of "
+                 "wall time (local, mpi)");
+  sub.add_flag("--single-stream", single_stream, "Run every op on the compute stream in program order, ignoring execution_stream");
 }
 
 }  // namespace spopt::app

@@ -6,6 +6,10 @@
 
 #include "runtime/communicator.h"
 
+namespace CLI {
+class App;
+}
+
 namespace spopt::app {
 
 // Throws InputError for an unknown backend or one this build lacks.
@@ -19,6 +23,9 @@ rt::LinkModel parseLink(const std::string& text, const std::string& backend);
 // GEMM and the core gate. Not for nccl (its GEMMs run on GPUs). SPOPT_CPU_BUDGET=off leaves
 // OpenBLAS at its full width and no gate (the behaviour before the budget, for benchmarks).
 void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks);
+
+// The options replay and check share for how ranks run: --timeout, --link, --single-stream.
+void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream);
 
 // Call from a catch block while `backend` lives: reports the exception being handled and returns
 // its exit code. Under mpi only rank 0 prints, and no process may exit before it has.

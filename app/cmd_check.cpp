@@ -157,14 +157,7 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
                        sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
-                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective or another of its streams")
-                           ->capture_default_str()
-                           ->check(CLI::PositiveNumber);
-                       sub.add_option("--link", o->link,
-                                      "BW_GBPS[,LATENCY_US]: every collective takes at least latency + ring bytes / bandwidth (GB/s) of "
-                                      "wall time (local, mpi)");
-                       sub.add_flag("--single-stream", o->single_stream,
-                                    "Run every op on the compute stream in program order, ignoring execution_stream");
+                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream);
                        return [o] { return runCheck(*o); };
                      }}};
 

@@ -104,14 +104,7 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");
                        sub.add_option("--trace", o->trace, "Write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
-                       sub.add_option("--timeout", o->timeout_s, "Seconds any rank waits for a collective or another of its streams")
-                           ->capture_default_str()
-                           ->check(CLI::PositiveNumber);
-                       sub.add_option("--link", o->link,
-                                      "BW_GBPS[,LATENCY_US]: every collective takes at least latency + ring bytes / bandwidth (GB/s) of "
-                                      "wall time (local, mpi)");
-                       sub.add_flag("--single-stream", o->single_stream,
-                                    "Run every op on the compute stream in program order, ignoring execution_stream");
+                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream);
                        sub.add_flag("--blas-probe", o->blas_probe, "Print the OpenBLAS core and its sgemm GFLOP/s, then exit");
                        return [o] { return runReplay(*o); };
                      }}};

@@ -16,6 +16,7 @@
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/op_site.h"
 #include "runtime/stream_plan.h"
 #include "support/error.h"
 
@@ -25,22 +26,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // Waits for another stream wake at least this often to notice a failure.
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
-
-std::string opAt(const Program& p, const Block& b, size_t index) {
-  return "/programs/" + std::to_string(p.position) + "/blocks/" + std::to_string(b.position) + "/ops/" + std::to_string(index);
-}
-
-std::string where(const Program& p, const Block& b, size_t index, std::string_view type) {
-  return "op '" + std::string(type) + "' (rank " + std::to_string(p.rank) + ", block " + std::to_string(b.idx) + ", op " +
-         std::to_string(index) + ")";
-}
-
-template <typename F>
-void forEachArg(const std::vector<Slot>& slots, F f) {
-  for (const auto& s : slots)
-    for (const auto& a : s.args)
-      if (a.var) f(*a.var);
-}
 
 // The var values of one rank, indexed by Var::id. Streams touch distinct vars at any one time
 // (the plan orders every reader and writer of a var), so at() needs no lock; the byte counts and
