@@ -1,5 +1,6 @@
 // Pass overlap-collectives: hide backward communication behind compute. Per rank, in each run of
-// backward ops (phases=backward) or of all ops (phases=all) of the entry block:
+// backward and optimizer ops (phases=backward+optimize, the default), of backward ops only
+// (phases=backward) or of all ops (phases=all) of the entry block:
 //  1. split every matmul_v2_grad into its dX and dW GEMMs (matmul_grad_split.h), when the run has
 //     a collective: the dX GEMM feeds a collective, the dW GEMM can fill its flight time;
 //  2. reorder the run with a list scheduler against the analyze cost model (overlap_schedule.cpp):
@@ -45,7 +46,7 @@ class OverlapCollectives final : public Pass {
   struct Options {
     int64_t max_in_flight = 4;
     double memory_cap = 0.05;
-    std::string phases = "backward";
+    std::string phases = "backward+optimize";
     std::string preset = "h100-nvlink";
     int64_t window = 512;
     bool split_grads = true;
@@ -55,7 +56,7 @@ class OverlapCollectives final : public Pass {
   bool run(Job& job, PassContext& ctx) override {
     auto model = presetModel(opts_.preset);
     if (!model) throw InputError("--passes", "", "overlap-collectives: unknown preset \"" + opts_.preset + "\"");
-    const bool all = opts_.phases == "all";
+    const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     RingOrder ring_before(job);
     StepTimeline sim_before = simulate(job, *model);
     bool changed = false;
@@ -71,7 +72,7 @@ class OverlapCollectives final : public Pass {
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;
       Block& entry = *p->blocks.front();
-      auto regions = scheduleRegions(entry, all);
+      auto regions = scheduleRegions(entry, phases);
       bool has_comm = false;
       for (auto& r : regions)
         for (Op* op : r) has_comm = has_comm || commCollective(*op).has_value();
@@ -88,7 +89,7 @@ class OverlapCollectives final : public Pass {
         if (split) {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
-          regions = scheduleRegions(entry, all);
+          regions = scheduleRegions(entry, phases);
         }
       }
       std::vector<std::vector<double>> costs;
@@ -261,7 +262,8 @@ PassInfo overlapCollectivesPass() {
   info.options = {
       bindOption(&O::max_in_flight, "max-in-flight", "collectives of one ring issued and not finished, at most"),
       bindOption(&O::memory_cap, "memory-cap", "peak memory of a rank may rise at most this fraction; else ops move less far"),
-      bindOption(&O::phases, "phases", "reorder the backward ops only, or every op of the entry block", false, {"backward", "all"}),
+      bindOption(&O::phases, "phases", "reorder the backward ops; the backward and optimizer ops (updates fill comm time); or every op",
+                 false, {"backward", "backward+optimize", "all"}),
       bindOption(&O::preset, "preset", "the analyze cost model the schedule is driven by (docs/analyze.md)", false, presets),
       bindOption(&O::window, "window", "an op moves past at most this many earlier unscheduled ops (-1: no bound; 0: keep the order)"),
       bindOption(&O::split_grads, "split-grads", "split matmul_v2_grad into dX and dW GEMMs where a run has collectives"),

@@ -7,6 +7,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "ir/op_role.h"
 #include "passes/overlap_support.h"
 
 namespace spopt {
@@ -157,6 +158,20 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     std::vector<uint32_t> ready_colls;                       // at most one per ring (the chain)
     absl::flat_hash_map<int64_t, std::deque<double>> inflight;  // ring -> end times, ascending
     absl::flat_hash_map<int64_t, double> ring_free;
+    // Ops by anchor (ScheduleOptions::window), so that the window's edge is one forward scan.
+    std::vector<uint32_t> anchor(n), by_anchor(n);
+    std::vector<uint32_t> per_anchor(n + 1, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      anchor[i] = i;
+      if (phaseOf(*region[i]) == Phase::Optimize) {
+        anchor[i] = 0;
+        for (uint32_t k = g.pred_start[i]; k < g.pred_start[i + 1]; ++k) anchor[i] = std::max(anchor[i], g.pred[k]);
+      }
+      ++per_anchor[anchor[i] + 1];
+    }
+    for (size_t a = 0; a < n; ++a) per_anchor[a + 1] += per_anchor[a];
+    for (uint32_t i = 0; i < n; ++i) by_anchor[per_anchor[anchor[i]]++] = i;
+    std::vector<uint8_t> in_window(n, 0);
     double now = 0;
     size_t lo = 0, hi = 0;
     auto readyTime = [&](uint32_t i) {
@@ -176,14 +191,17 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
       order.push_back(i);
       for (uint32_t k = g.succ_start[i]; k < g.succ_start[i + 1]; ++k) {
         uint32_t s = g.succ[k];
-        if (--indeg[s] == 0 && s < hi) release(s);
+        if (--indeg[s] == 0 && in_window[s]) release(s);
       }
     };
     while (order.size() < n) {
       while (lo < n && done[lo]) ++lo;
-      size_t new_hi = std::min(n, lo + opts.window);
-      for (; hi < new_hi; ++hi)
-        if (indeg[hi] == 0 && !released[hi]) release(uint32_t(hi));
+      size_t edge = std::min(n, lo + opts.window);
+      for (; hi < n && anchor[by_anchor[hi]] < edge; ++hi) {
+        uint32_t i = by_anchor[hi];
+        in_window[i] = 1;
+        if (indeg[i] == 0 && !released[i]) release(i);
+      }
       // Issue every collective whose ring has room, as early as its inputs allow.
       for (bool issued = true; issued;) {
         issued = false;

@@ -16,10 +16,26 @@ std::optional<Collective> commCollective(const Op& op) {
   return c;
 }
 
-std::vector<std::vector<Op*>> scheduleRegions(Block& entry, bool all_phases) {
+std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {
+  if (name == "backward") return RegionPhases::Backward;
+  if (name == "backward+optimize") return RegionPhases::BackwardOptimize;
+  if (name == "all") return RegionPhases::All;
+  return std::nullopt;
+}
+
+std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases) {
+  auto inRegion = [phases](const Op& op) {
+    Phase ph = phaseOf(op);
+    switch (phases) {
+      case RegionPhases::Backward: return ph == Phase::Backward;
+      case RegionPhases::BackwardOptimize: return ph == Phase::Backward || ph == Phase::Optimize;
+      case RegionPhases::All: return true;
+    }
+    return false;
+  };
   std::vector<std::vector<Op*>> regions(1);
   for (Op& op : entry.ops) {
-    bool movable = !op.attrs.has("sub_block") && (all_phases || phaseOf(op) == Phase::Backward);
+    bool movable = !op.attrs.has("sub_block") && inRegion(op);
     if (movable) regions.back().push_back(&op);
     else if (!regions.back().empty()) regions.emplace_back();
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,10 +21,17 @@ std::string commStreamName(int64_t ring_id);
 // The op as a collective that moves data (c_identity does not), else nullopt.
 std::optional<Collective> commCollective(const Op& op);
 
-// Maximal runs of ops of the entry block that the pass may reorder, each in program order: ops of
-// the backward phase (or every op when `all_phases`). An op with a sub-block (control flow, whose
-// body reads vars the def-use lists do not show on the op) ends a run and is never moved.
-std::vector<std::vector<Op*>> scheduleRegions(Block& entry, bool all_phases);
+// Which ops the pass may reorder: the backward's; the backward's and the optimizer's (an update can
+// then run as soon as its gradient is final, filling a collective's flight time, as PyTorch's
+// optimizer-in-backward does); or every op.
+enum class RegionPhases { Backward, BackwardOptimize, All };
+// "backward", "backward+optimize", "all"; nullopt for any other name.
+std::optional<RegionPhases> regionPhasesNamed(std::string_view name);
+
+// Maximal runs of ops of the entry block that the pass may reorder (ops of `phases`), each in
+// program order. An op with a sub-block (control flow, whose body reads vars the def-use lists do
+// not show on the op) ends a run and is never moved.
+std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases);
 
 // Puts `order` (a permutation of `region`, which is contiguous in its block in this order) in place
 // of `region`. O(region) splices; ids and def-use unchanged.
@@ -39,8 +47,11 @@ std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vec
 
 struct ScheduleOptions {
   int64_t max_in_flight = 1;  // collectives of one ring issued and not finished, at most
-  // An op may be scheduled only while its original position is below the lowest unscheduled
-  // position + window: bounds how far ops move (and the memory they keep alive). 0: keep the order.
+  // An op may be scheduled only while its anchor is below the lowest unscheduled position + window:
+  // bounds how far ops move (and the memory they keep alive). 0: keep the order. An op's anchor is
+  // its original position; an optimizer op's is that of its latest input's writer (an update may
+  // run as soon as what it reads is final, however far below the optimizer section sits; moving it
+  // up only shortens what it keeps alive).
   size_t window = 1u << 30;
 };
 
