@@ -227,12 +227,15 @@ class Simulator {
         if (n.stream == 0) {
           // The compute stream idles from its previous op's end to this op's start; the wait is
           // exposed communication when a collective made it (the binding dependency, or this op
-          // itself waiting for its peers), and a collective on this stream is exposed whole.
+          // itself waiting for its peers), and a collective on this stream is exposed whole. The
+          // wait counts in the collective's phase, not the waiting op's: an update that waits for
+          // a backward all-reduce exposes backward communication.
           double gap = std::max(0.0, n.start - stream_end[0]);
           double exposed = 0;
+          Phase exposed_phase = n.phase;
           if (n.is_comm) exposed = gap + dur;
-          else if (n.binding != kNone && nodes_[n.binding].is_comm) exposed = gap;
-          ph.exposed_s += exposed;
+          else if (n.binding != kNone && nodes_[n.binding].is_comm) exposed = gap, exposed_phase = nodes_[n.binding].phase;
+          rt.phases[size_t(exposed_phase)].exposed_s += exposed;
           rt.total.exposed_s += exposed;
         }
         stream_end[n.stream] = std::max(stream_end[n.stream], n.end);
