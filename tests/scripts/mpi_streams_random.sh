@@ -3,7 +3,8 @@
 # serialised): randomized generated jobs as in streams_random.sh (tp 2 x dp 2, 4 processes),
 # comm streams per ring and random explicit events. `check --backend mpi --rtol 0 --atol 0`
 # between the single-stream and the streamed job must pass, the streamed mpi replay's dumps must
-# equal the single-stream local replay's bit for bit, and nothing may hang (--timeout, timeout(1)).
+# equal the single-stream local replay's bit for bit, the default chain's output (overlap-
+# collectives) must check bitwise under mpi too, and nothing may hang (--timeout, timeout(1)).
 # Exit 77 (skipped) when mpirun is absent or sp-opt was built without MPI.
 set -u
 SP_OPT=$1 SRC=$2
@@ -17,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "mpi_streams_random: $N jobs, seed $SEED (STREAMS_SEED=$SEED to rerun)"
 RANDOM=$SEED
-fail=0 hangs=0 streams=0
+fail=0 hangs=0 streams=0 pass_streams=0
 for k in $(seq "$N"); do
   model=$([ $((RANDOM % 2)) = 0 ] && echo mlp || echo gpt)
   dialect=$([ $((RANDOM % 2)) = 0 ] && echo legacy || echo current)
@@ -31,6 +32,13 @@ for k in $(seq "$N"); do
         --rtol 0 --atol 0 --timeout 30 2>&1); rc=$?
   [ $rc = 124 ] && hangs=$((hangs + 1))
   [ $rc = 0 ] && echo "$out" | grep -q "^check: ok" || { echo "FAIL ($args; $stats): mpi check exit $rc: $out"; fail=1; }
+  # The default chain's output (overlap-collectives' comm streams and schedule) under mpi.
+  "$SP_OPT" rewrite "$tmp/job.json" "$tmp/pass.json" > /dev/null || { echo "FAIL: rewrite ($args)"; fail=1; continue; }
+  pass_streams=$((pass_streams + $(grep -o '"execution_stream": *"comm_ring_[0-9]*"' "$tmp/pass.json" | sort -u | wc -l)))
+  out=$(timeout 120 mpirun -n 4 --oversubscribe "$SP_OPT" check "$tmp/job.json" "$tmp/pass.json" --backend mpi \
+        --rtol 0 --atol 0 --timeout 30 2>&1); rc=$?
+  [ $rc = 124 ] && hangs=$((hangs + 1))
+  [ $rc = 0 ] && echo "$out" | grep -q "^check: ok" || { echo "FAIL ($args): mpi check of the pass's output exit $rc: $out"; fail=1; }
   rm -rf "$tmp/local" "$tmp/mpi"
   "$SP_OPT" replay "$tmp/job.json" --dump "$tmp/local" > /dev/null || { echo "FAIL: local replay ($args)"; fail=1; }
   timeout 120 mpirun -n 4 --oversubscribe "$SP_OPT" replay "$tmp/streamed.json" --backend mpi --timeout 30 --dump "$tmp/mpi" \
@@ -38,6 +46,6 @@ for k in $(seq "$N"); do
   [ $rc = 124 ] && hangs=$((hangs + 1))
   [ $rc = 0 ] && diff -r "$tmp/local" "$tmp/mpi" > /dev/null || { echo "FAIL ($args; $stats): streamed mpi dumps differ (exit $rc)"; fail=1; }
 done
-echo "mpi_streams_random: $N jobs x 4 processes, $streams (rank, comm stream) pairs, $hangs hangs"
+echo "mpi_streams_random: $N jobs x 4 processes, $streams (rank, comm stream) pairs; the pass's outputs: $pass_streams comm streams; $hangs hangs"
 [ $fail = 0 ] && echo "mpi_streams_random: all ok"
 exit $fail

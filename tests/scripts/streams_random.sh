@@ -4,7 +4,8 @@
 # with or without sequence parallelism; assign_streams.py puts some rings' collectives on comm
 # streams (one per ring) and adds random explicit event dependencies. Every replay is bounded by
 # --timeout and by timeout(1): a hang fails the test. `check --rtol 0 --atol 0` between the
-# single-stream job and the streamed one must pass (bitwise equal).
+# single-stream job and the streamed one must pass (bitwise equal); so must the default chain's
+# output (overlap-collectives: a comm stream per ring, reordered backward and updates).
 # Env: STREAMS_JOBS (default 8), STREAMS_SEED (default: random; printed to rerun a failure).
 set -u
 SP_OPT=$1 SRC=$2
@@ -13,7 +14,7 @@ SEED=${STREAMS_SEED:-$RANDOM}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "streams_random: $N jobs, seed $SEED (STREAMS_SEED=$SEED to rerun)"
 RANDOM=$SEED
-fail=0 rings=0 streams=0 events=0 hangs=0
+fail=0 rings=0 streams=0 events=0 hangs=0 pass_rings=0
 for k in $(seq "$N"); do
   model=$([ $((RANDOM % 2)) = 0 ] && echo mlp || echo gpt)
   dialect=$([ $((RANDOM % 2)) = 0 ] && echo legacy || echo current)
@@ -24,7 +25,13 @@ for k in $(seq "$N"); do
   "$SP_OPT" $args -o "$tmp/job.json" > /dev/null || { echo "FAIL: $args"; fail=1; continue; }
   stats=$(python3 "$SRC/tests/scripts/assign_streams.py" "$tmp/job.json" "$tmp/streamed.json" --mode random --seed $((SEED + k)))
   set -- $stats; rings=$((rings + $2)) streams=$((streams + $4)) events=$((events + $6))
-  for run in "check $tmp/job.json $tmp/streamed.json"; do
+  # And the pass's own output: the default chain (fuse, regather, overlap: comm stream per ring,
+  # reordered backward with the updates in it), checked bitwise against the input.
+  "$SP_OPT" rewrite "$tmp/job.json" "$tmp/pass.json" > /dev/null || { echo "FAIL: rewrite ($args)"; fail=1; continue; }
+  pass_streams=$(grep -o '"execution_stream": *"comm_ring_[0-9]*"' "$tmp/pass.json" | sort -u | wc -l)
+  [ "$pass_streams" -ge 2 ] || { echo "FAIL ($args): the pass put $pass_streams rings on comm streams"; fail=1; }
+  pass_rings=$((pass_rings + pass_streams))
+  for run in "check $tmp/job.json $tmp/streamed.json" "check $tmp/job.json $tmp/pass.json"; do
     # shellcheck disable=SC2086
     out=$(timeout 60 "$SP_OPT" $run --rtol 0 --atol 0 --timeout 20 2>&1); rc=$?
     [ $rc = 124 ] && hangs=$((hangs + 1))
@@ -61,6 +68,6 @@ out=$(timeout 30 "$SP_OPT" replay "$tmp/fails.json" --timeout 20 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q "op 'scale' (rank 1, block 0, op 1)" && [ $(($(date +%s) - start)) -lt 10 ] ||
   { echo "FAIL: a kernel failing on a side stream: exit $rc after $(($(date +%s) - start)) s: $out"; fail=1; }
 
-echo "streams_random: $N jobs, $rings rings, $streams (rank, comm stream) pairs, $events explicit events, $hangs hangs"
+echo "streams_random: $N jobs, $rings rings, $streams (rank, comm stream) pairs, $events explicit events; the pass's outputs: $pass_rings comm streams; $hangs hangs"
 [ $fail = 0 ] && echo "streams_random: all ok"
 exit $fail
