@@ -17,6 +17,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
 #include "analysis/simulate.h"
@@ -99,6 +101,7 @@ class OverlapCollectives final : public Pass {
       }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
       std::vector<CollectiveOutcome> mine;
+      absl::flat_hash_map<const Op*, CollectiveOutcome> first;  // under the first (widest) window
       for (;;) {
         mine.clear();
         auto& pl = placed[p->position];
@@ -109,6 +112,8 @@ class OverlapCollectives final : public Pass {
           pl.push_back({regions[i], s.order});
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
         }
+        if (first.empty())
+          for (const CollectiveOutcome& c : mine) first[c.op] = c;
         int64_t peak = profileMemory(*p, 0).peak_bytes;
         peak_after = peak;
         peak_before_[p->position] = peak_before;
@@ -117,9 +122,15 @@ class OverlapCollectives final : public Pass {
         memory_limited[p->position] = true;
         window /= 4;
       }
+      // A collective more exposed under the smaller window than under the first is the memory
+      // cap's doing; one exposed as much under the first keeps the first schedule's reason.
       if (memory_limited[p->position])
-        for (auto& c : mine)
-          if (c.limit == Limit::Window) c.limit = Limit::MemoryCap;
+        for (auto& c : mine) {
+          if (c.limit == Limit::None) continue;
+          auto it = first.find(c.op);
+          bool as_exposed = it != first.end() && it->second.limit != Limit::None && c.exposed_s <= it->second.exposed_s * 1.001;
+          c.limit = as_exposed ? it->second.limit : Limit::MemoryCap;
+        }
       outcomes.insert(outcomes.end(), mine.begin(), mine.end());
       input_pos.emplace_back(p.get(), std::move(pos));
     }
