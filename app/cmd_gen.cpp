@@ -63,7 +63,8 @@ const Registrar reg{{"gen", "Generate a tensor/sequence-parallel training job (m
                        sub.add_option("--dropout", g.dropout, "Dropout probability")->capture_default_str();
                        sub.add_option("-o,--output", o->output, "Output job file (- for stdout)")->required();
                        return [o] { return runGen(*o); };
-                     }}};
+                     },
+                     /*reads_input=*/false}};
 
 }  // namespace
 }  // namespace spopt::app
