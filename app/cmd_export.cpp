@@ -64,10 +64,10 @@ int runExport(const Options& o) {
   OutputTransaction outputs;  // every rank's file, or none (and no folder made for them)
   outputs.makeFolders(o.output);
   for (const auto& [path, bytes] : files) outputs.file(path, bytes);
-  outputs.commit();
   keepUntilExit(std::make_unique<paddle::Json>(std::move(job)));
   std::cout << "wrote " << files.size() << " " << format.name << " file" << (files.size() == 1 ? "" : "s") << " to "
             << o.output << "\n";
+  outputs.commit();  // the message reached stdout, or no file appears
   return kExitOk;
 }
 

@@ -27,9 +27,11 @@ int runGen(Options& o) {
   gen::checkOptions(o.gen);
   AtomicFile out(o.output);
   gen::GenStats stats = gen::generateJob(o.gen, out);
-  out.commit();
+  out.finish();
   if (o.output != "-")
     std::cout << o.output << ": " << stats.ranks << " ranks, " << stats.ops << " ops, " << stats.vars << " vars\n";
+  flushStdout();  // the message reached stdout, or the job does not appear
+  out.publish();
   return kExitOk;
 }
 
