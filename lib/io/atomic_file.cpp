@@ -32,6 +32,13 @@ InputError ioError(const std::string& what, const std::string& path, int err) {
   return InputError(path, "", what + ": " + std::strerror(err));
 }
 
+// SPOPT_NAMED_TEMPS=1 makes every temp a named file, as on a filesystem without O_TMPFILE, so
+// that tests can exercise that path (and the signal handler that cleans it up) anywhere.
+const bool kNamedTempsOnly = [] {
+  const char* v = std::getenv("SPOPT_NAMED_TEMPS");
+  return v && *v && std::string_view(v) != "0";
+}();
+
 std::atomic<bool> g_stdout_failed{false};
 
 [[noreturn]] void throwStdoutError(int err) {
@@ -93,7 +100,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     gid_ = st.st_gid;
   }
   std::string folder = folderOf(target_);
-  fd_ = ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);  // gets 0666 & ~umask
+  fd_ = kNamedTempsOnly ? -1 : ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);  // 0666 & ~umask
   if (fd_ >= 0) {
     kind_ = Kind::Unnamed;
   } else {
