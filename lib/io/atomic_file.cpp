@@ -83,13 +83,17 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     kind_ = Kind::Stdout;
     return;
   }
-  target_ = resolveSymlinks(path_);
   struct stat st;
-  if (::stat(target_.c_str(), &st) == 0) {
-    // A destination that is no regular file (/dev/null, a FIFO, a terminal) is written in place:
-    // renaming a temp file over it would replace the device or pipe with a plain file.
-    if (!S_ISREG(st.st_mode)) {
-      fd_ = ::open(target_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  bool exists = ::stat(path_.c_str(), &st) == 0;
+  // A destination that is no regular file (/dev/null, a FIFO, a terminal) is written in place:
+  // renaming a temp file over it would replace the device or pipe with a plain file. So is a
+  // descriptor's alias (/dev/stdout, /dev/fd/N, /proc/self/fd/N), whatever it is open on.
+  bool alias = path_.rfind("/dev/fd/", 0) == 0 || path_.rfind("/dev/std", 0) == 0 || path_.rfind("/proc/", 0) == 0;
+  target_ = alias ? path_ : resolveSymlinks(path_);
+  if (exists) {
+    if (!S_ISREG(st.st_mode) || alias) {
+      // An alias appends: it stands for a descriptor the shell opened (`>> log` must not be cut).
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | (alias ? O_APPEND : O_TRUNC));
       if (fd_ < 0) throw ioError("cannot open output", path_, errno);
       kind_ = Kind::InPlace;
       return;

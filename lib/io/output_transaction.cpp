@@ -83,7 +83,11 @@ std::string OutputTransaction::folder(const std::string& given) {
   } else {
     fs::path p(path);
     std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
-    makeFolders(parent);
+    try {
+      makeFolders(parent);
+    } catch (const InputError& e) {
+      throw InputError(given, "", e.diagnostic().message);  // the user's name for it
+    }
     staged.temp = (fs::path(parent) / ("." + p.filename().string() + ".tmp.XXXXXX")).string();
   }
   if (!::mkdtemp(staged.temp.data())) throw folderError(given, errno);

@@ -96,5 +96,12 @@ mkdir -p "$tmp/real"; echo old >"$tmp/real/target.json"; ln -s real/target.json 
 [ -L "$tmp/link.json" ] && head -1 "$tmp/real/target.json" | grep -q "^sp-opt.program text" || bad "print -o symlink"
 no_temps "$tmp" "mode/symlink"
 
+# --- a descriptor's alias is written in place, appending (never renamed over, never truncated) ---
+"$SPOPT" print "$JOB" -o /dev/stdout | grep -q "^sp-opt.program text" || bad "print -o /dev/stdout into a pipe"
+echo first >"$tmp/log.txt"
+"$SPOPT" print "$JOB" -o /dev/stdout >>"$tmp/log.txt" || bad "print -o /dev/stdout >> log"
+[ "$(head -1 "$tmp/log.txt")" = first ] && sed -n 2p "$tmp/log.txt" | grep -q "^sp-opt.program text" || bad "print -o /dev/stdout >> log cut the log"
+[ -L /dev/stdout ] || [ -c /dev/stdout ] || bad "/dev/stdout was replaced"
+
 [ $fail = 0 ] && echo "output transaction: --report unwritable (OUT untouched), replay --dump full (nothing left), export, 0600 kept, symlink written through: ok"
 exit $fail
