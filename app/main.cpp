@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
                    "Most bytes read from a pipe, FIFO or other stream input (K/M/G suffixes; default half the "
                    "physical memory, here " + std::to_string(defaultMaxInputBytes()) + ")")
         ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
+                               "", "at least 1"));
   };
   addMaxInputBytes(cli);
 
