@@ -10,8 +10,8 @@
 
 #include "analysis/job_report.h"
 #include "command.h"
-#include "io/output_transaction.h"
 #include "io/loader.h"
+#include "io/output_transaction.h"
 #include "runtime/calibrate.h"
 #include "support/error.h"
 #include "views/analyze_views.h"

@@ -6,8 +6,8 @@
 #include "command.h"
 #include "io/loader.h"
 #include "io/output_transaction.h"
-#include "io/source.h"
 #include "io/paddle/formats.h"
+#include "io/source.h"
 #include "support/error.h"
 
 namespace spopt::app {

@@ -143,7 +143,11 @@ std::shared_ptr<Source> openSource(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw cannotRead(errno);
   if (S_ISDIR(st.st_mode)) throw cannotRead(EISDIR);
-  if (auto mapped = MappedSource::map(fd, st)) return mapped;
+  // Standard input redirected from a file may have been read partly already (`{ read; sp-opt
+  // validate -; } < f`): then it is read from where it stands, as a stream.
+  bool at_start = !is_stdin || !S_ISREG(st.st_mode) || ::lseek(fd, 0, SEEK_CUR) == 0;
+  if (at_start)
+    if (auto mapped = MappedSource::map(fd, st)) return mapped;
   return StreamedSource::read(fd, path, maxInputBytes());
 }
 
