@@ -41,7 +41,7 @@ class StreamedSource : public Source {
     for (;;) {
       if (src->size_ == capacity) {
         // Room for one byte past the limit, so that reaching it is told from exceeding it.
-        uint64_t most = limit + 1;
+        uint64_t most = limit == UINT64_MAX ? limit : limit + 1;
         if (src->size_ >= most) break;
         size_t grown = std::min<uint64_t>(std::max<size_t>(capacity * 2, 1 << 16), most);
         char* data = static_cast<char*>(std::realloc(src->data_, grown + simdjson::SIMDJSON_PADDING));
