@@ -36,8 +36,8 @@ verdict() {  # WHAT
   fi
 }
 
-# Kills `sp-opt rewrite` after MS milliseconds with SIGNAL; sets rc, and phase: "writing" when the
-# process held its temp output open at the kill (an unnamed one shows in /proc as "#N (deleted)").
+# Kills `sp-opt rewrite` after MS milliseconds with SIGNAL; sets rc, and phase: "temp-open" when the
+# process held its temp output open at the kill (staged right after loading) (an unnamed one shows in /proc as "#N (deleted)").
 # Started through python, which gives SIGINT back its default action (a background job of a
 # script has it ignored, and sp-opt leaves an ignored signal ignored).
 kill_after() {  # SIGNAL MS [ENV=VALUE]
@@ -47,7 +47,7 @@ kill_after() {  # SIGNAL MS [ENV=VALUE]
   local pid=$!
   sleep "$(awk -v ms="$2" 'BEGIN { printf "%.3f", ms / 1000 }')"
   phase=other
-  ls -l /proc/$pid/fd 2>/dev/null | grep -q -- "-> $tmp/out/" && phase=writing
+  ls -l /proc/$pid/fd 2>/dev/null | grep -q -- "-> $tmp/out/" && phase=temp-open
   kill -s "$1" $pid 2>/dev/null
   { wait $pid; } 2>/dev/null; rc=$?
 }
@@ -77,6 +77,25 @@ echo "SIGTERM with the named temp present ($had_temp): exit $rc, destination $v"
 [ "$had_temp" -ge 1 ] || bad "SIGTERM mid-write: never saw the named temp"
 [ $rc -eq 143 ] || bad "SIGTERM mid-write: exit $rc, expected 143"
 
+# replay --dump stages a temp folder (no folder can be unnamed): SIGTERM while the run goes on
+# must remove it. Killed once the temp folder shows, while the ranks run.
+"$SPOPT" gen mlp --tp 2 --layers 2 --hidden 512 --batch 8 --seq 256 -o "$tmp/mlp.json" >/dev/null || bad "gen mlp"
+"$SPOPT" replay "$tmp/mlp.json" --dump "$tmp/out/dump" >/dev/null 2>&1 &
+pid=$!
+seen_temp=0
+for _ in $(seq 1 2000); do
+  if ls -d "$tmp"/out/.dump.tmp.* >/dev/null 2>&1; then seen_temp=1; break; fi
+  sleep 0.005
+done
+sleep 0.2
+kill -TERM $pid 2>/dev/null; { wait $pid; } 2>/dev/null; rc=$?
+left=$(ls -A "$tmp/out" | grep -vx dest.json)
+echo "SIGTERM during replay --dump (temp folder seen: $seen_temp): exit $rc, left: ${left:-nothing}"
+[ $seen_temp = 1 ] || bad "replay --dump: the temp folder never showed"
+if [ $rc -eq 143 ]; then [ -z "$left" ] || bad "replay --dump SIGTERM left: $left"
+else echo "note: the replay ended before the signal (exit $rc)"; fi
+rm -rf "$tmp/out/dump"
+
 # SIGKILL, ROUNDS times at random moments, with the default (unnamed) temps.
 writing=0
 for i in $(seq 1 "$ROUNDS"); do
@@ -84,10 +103,10 @@ for i in $(seq 1 "$ROUNDS"); do
   kill_after KILL "$ms"
   v=$(verdict "SIGKILL $i at $ms ms")
   seen[$v]=$(( ${seen[$v]:-0} + 1 ))
-  [ $phase = writing ] && writing=$((writing + 1))
+  [ $phase = temp-open ] && writing=$((writing + 1))
   echo "SIGKILL $i at ${ms} ms ($phase): exit $rc, destination $v"
 done
-echo "SIGKILL x$ROUNDS over a ${full_ms} ms rewrite: $writing while writing the output; untouched ${seen[untouched]:-0}, complete ${seen[complete]:-0}, broken ${seen[broken]:-0}; stray files: $([ $fail = 0 ] && echo none || echo some)"
+echo "SIGKILL x$ROUNDS over a ${full_ms} ms rewrite: $writing with the temp output open (staged after load); untouched ${seen[untouched]:-0}, complete ${seen[complete]:-0}, broken ${seen[broken]:-0}; stray files: $([ $fail = 0 ] && echo none || echo some)"
 # A complete destination must also load and verify (not only match bytes).
 "$SPOPT" validate "$tmp/complete.json" >/dev/null || bad "the complete output does not validate"
 exit $fail
