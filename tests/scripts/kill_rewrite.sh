@@ -3,6 +3,7 @@
 # untouched (the old bytes) or complete (the bytes of an uninterrupted rewrite).
 #  - SIGTERM / SIGINT: the handler removes named temps (forced with SPOPT_NAMED_TEMPS=1, the path
 #    taken where the filesystem has no O_TMPFILE) and the process still dies of the signal.
+#  - SIGTERM during replay --dump: the staged temp folder is removed.
 #  - SIGKILL (cannot be caught), 10 times: the temp is an unnamed O_TMPFILE file, so nothing is
 #    left. Skips where the output folder's filesystem has no O_TMPFILE.
 # Options for the lead: KILL_ROUNDS=N (default 10), KILL_LAYERS=N (job size, default 500 gpt
