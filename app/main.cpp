@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   uint64_t max_input_bytes = 0;
   auto addMaxInputBytes = [&](CLI::App& app) {
     app.add_option("--max-input-bytes", max_input_bytes,
-                   "Most bytes read from a pipe, FIFO or other stream input (K/M/G suffixes; default half the "
-                   "physical memory, here " + std::to_string(defaultMaxInputBytes()) + ")")
+                   "Most bytes read from a pipe, FIFO or other stream input (k/m/g suffixes; default half the "
+                   "usable memory, here " + std::to_string(defaultMaxInputBytes()) + ")")
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
                                "", "at least 1"));

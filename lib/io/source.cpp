@@ -113,10 +113,30 @@ std::shared_ptr<Source> copySource(std::string_view text) {
   return std::make_shared<PaddedSource>(simdjson::padded_string(text));
 }
 
-uint64_t defaultMaxInputBytes() {
+// The memory this process may use: the machine's, or less where a control group (a container)
+// caps it (cgroup v2, then v1; "max" or an absurd v1 value means no cap).
+static uint64_t usableMemory() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return uint64_t(4) << 30;
-  return uint64_t(pages) * uint64_t(page) / 2;
+  uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  for (const char* file : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[32] = {};
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9') continue;
+    uint64_t cap = std::strtoull(buf, nullptr, 10);
+    if (cap > 0 && (memory == 0 || cap < memory)) memory = cap;
+  }
+  return memory;
+}
+
+uint64_t defaultMaxInputBytes() {
+  static const uint64_t limit = [] {
+    uint64_t memory = usableMemory();
+    return memory ? memory / 2 : uint64_t(4) << 30;
+  }();
+  return limit;
 }
 
 uint64_t maxInputBytes() {

@@ -28,9 +28,10 @@ std::shared_ptr<Source> openSource(const std::string& path);
 std::string readInputFile(const std::string& path);
 
 // The most bytes read from a stream (a regular file is mapped, not held, and has no limit). The
-// default is half the machine's physical memory: a streamed input is held whole and the IR built
-// from it takes about as much again, so a larger stream could not be loaded anyway, and a clear
-// error beats the OOM killer (4 GiB where the memory size is unknown).
+// default is half the memory the process may use (the machine's, or its container's cap): a
+// streamed input is held whole and the IR built from it takes about as much again, so a larger
+// stream could not be loaded anyway, and a clear error beats the OOM killer (4 GiB where the
+// memory size is unknown).
 uint64_t maxInputBytes();
 void setMaxInputBytes(uint64_t limit);  // the --max-input-bytes option
 uint64_t defaultMaxInputBytes();
