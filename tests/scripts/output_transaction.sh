@@ -40,6 +40,21 @@ cmp -s "$tmp/old.json" "$tmp/keep.json" || bad "rewrite --report unwritable: exi
 # And OUT unwritable, report fine: no report.
 "$SPOPT" rewrite "$JOB" "$tmp/plainfile/out.json" --report "$tmp/report.json" >/dev/null 2>&1 ||
   [ ! -e "$tmp/report.json" ] || bad "rewrite OUT unwritable: the report was written"
+# As root, the read-only folder itself is tried as an unprivileged user, where setpriv can switch.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  chmod 755 "$tmp"; mkdir -p "$tmp/rw"; chmod 777 "$tmp/rw"
+  if setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups test -x "$SPOPT" 2>/dev/null &&
+     setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups test -r "$JOB" 2>/dev/null; then
+    setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+      "$SPOPT" rewrite "$JOB" "$tmp/rw/out.json" --report "$tmp/ro/report.json" >/dev/null 2>"$tmp/err"; rc=$?
+    [ $rc -eq 2 ] || bad "rewrite --report read-only (as nobody): exit $rc"
+    [ "$(cat "$tmp/err")" = "$tmp/ro/report.json: cannot create output: Permission denied" ] ||
+      bad "rewrite --report read-only (as nobody): stderr: $(cat "$tmp/err")"
+    [ -z "$(ls -A "$tmp/rw")" ] || bad "rewrite --report read-only (as nobody): left $(ls -A "$tmp/rw")"
+    echo "note: --report into a read-only folder tried as nobody: exit $rc, $(cat "$tmp/err")"
+  fi
+  chmod 700 "$tmp"
+fi
 chmod 755 "$tmp/ro"
 no_temps "$tmp" "rewrite --report"
 
