@@ -56,6 +56,7 @@ int checkStdoutAtExit(int code) {
 
 int main(int argc, char** argv) {
   using namespace spopt;
+  captureStdoutErrors();
   app::originalArgs().assign(argv, argv + argc);
   app::originalArgs().push_back(nullptr);
   auto& cmds = app::commands();
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
         return kExitBadInput;
       }
     // --help and --version are "errors" with exit code 0; real usage errors are bad input.
-    return cli.exit(e) == 0 ? kExitOk : kExitBadInput;
+    return app::checkStdoutAtExit(cli.exit(e) == 0 ? kExitOk : kExitBadInput);
   }
 
   auto logger = spdlog::stderr_color_mt("sp-opt");

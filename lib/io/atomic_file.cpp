@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <streambuf>
 
 #include "support/error.h"
 
@@ -40,9 +41,41 @@ const bool kNamedTempsOnly = [] {
 }();
 
 std::atomic<bool> g_stdout_failed{false};
+std::atomic<int> g_stdout_errno{0};  // why the first failed write to stdout failed
+
+void noteStdoutErrno(int err) {
+  int none = 0;
+  if (err) g_stdout_errno.compare_exchange_strong(none, err);
+}
+
+// std::cout's buffer once captureStdoutErrors() ran: every byte goes straight to C's stdout (so
+// that cout and printf output keep their order, as with the default synchronised buffer), and
+// the reason of a failed write is kept, since an error seen only at exit has lost its errno.
+class CheckedStdoutBuf : public std::streambuf {
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (std::fputc(c, stdout) == EOF) {
+      noteStdoutErrno(errno);
+      return traits_type::eof();
+    }
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    size_t written = std::fwrite(s, 1, size_t(n), stdout);
+    if (written != size_t(n)) noteStdoutErrno(errno);
+    return std::streamsize(written);
+  }
+  int sync() override {
+    if (std::fflush(stdout) == 0) return 0;
+    noteStdoutErrno(errno);
+    return -1;
+  }
+};
 
 [[noreturn]] void throwStdoutError(int err) {
   g_stdout_failed = true;
+  if (!err) err = g_stdout_errno.load();
   throw InputError("sp-opt", "", std::string("error writing standard output") + (err ? std::string(": ") + std::strerror(err) : ""));
 }
 
@@ -277,6 +310,12 @@ void writeStdout(std::string_view data) {
 }
 
 bool stdoutFailed() { return g_stdout_failed; }
+
+void captureStdoutErrors() {
+  // Never destroyed: std::cout is flushed after static objects are gone.
+  static auto* buf = new CheckedStdoutBuf;
+  std::cout.rdbuf(buf);
+}
 
 void flushStdout() {
   if (g_stdout_failed) throwStdoutError(0);

@@ -73,5 +73,8 @@ void writeStdout(std::string_view data);
 void flushStdout();
 // True once writing standard output has failed (and been reported by the exception).
 bool stdoutFailed();
+// Makes std::cout keep the reason of a failed write for flushStdout's message (main() calls it
+// first thing; output still goes through C's stdout, in order with printf).
+void captureStdoutErrors();
 
 }  // namespace spopt
