@@ -11,6 +11,7 @@
 #include "analysis/job_report.h"
 #include "command.h"
 #include "io/loader.h"
+#include "io/output_transaction.h"
 #include "runtime/calibrate.h"
 #include "support/error.h"
 #include "views/analyze_views.h"
@@ -106,11 +107,13 @@ int runAnalyze(const Options& o) {
     for (const JobReport& r : reports) ptrs.push_back(&r);
     text = renderAnalyzeHtml(ptrs, vo);
   } else text = two ? renderAnalyzeCompareText(reports[0], reports[1], vo) : renderAnalyzeText(reports[0], vo);
+  OutputTransaction outputs;  // the trace and the output together, or neither
   if (!o.trace.empty()) {
     if (o.no_simulate) throw InputError("--trace", "", "needs the simulation (drop --no-simulate)");
-    writeOutput(o.trace, renderAnalyzeTrace(reports.back()));
+    outputs.file(o.trace, renderAnalyzeTrace(reports.back()));
   }
-  writeOutput(o.output, text);
+  outputs.file(o.output, text);
+  outputs.commit();
   for (auto& j : jobs) keepUntilExit(std::move(j));
   return kExitOk;
 }

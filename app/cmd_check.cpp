@@ -9,6 +9,7 @@
 
 #include "backends.h"
 #include "command.h"
+#include "io/atomic_file.h"
 #include "load_job.h"
 #include "runtime/executor.h"
 #include "runtime/report.h"
@@ -137,8 +138,8 @@ int runCheck(const Options& o) {
       std::cout << "check: ok: " << summary << "\n";
       return backend->agreeOnExit(kExitOk);
     }
-    std::cout << "rank\tvar\tproblem\tmax_abs\trel\tnonfinite before/after\tfirst offending element\n" << table;
-    std::cout << "check: FAILED: " << bad << " of " << summary << "\n";
+    writeStdout("rank\tvar\tproblem\tmax_abs\trel\tnonfinite before/after\tfirst offending element\n" + table +
+                "check: FAILED: " + std::to_string(bad) + " of " + summary + "\n");
     return backend->agreeOnExit(kExitDiffers);
   } catch (...) {
     return reportCurrentError(*backend);

@@ -1,15 +1,13 @@
 // sp-opt export JOB --to pdmodel -o DIR: one Paddle program file per rank (DIR/rank_N.EXT).
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "command.h"
-#include "io/atomic_file.h"
 #include "io/loader.h"
+#include "io/output_transaction.h"
 #include "io/paddle/formats.h"
+#include "io/source.h"
 #include "support/error.h"
 
 namespace spopt::app {
@@ -22,11 +20,10 @@ struct Options {
 int runExport(const Options& o) {
   const auto& format = paddle::formatByName(o.to, /*for_writing=*/true);
   // The loader checks the job (format v1, names resolve) and says where it is broken.
-  keepUntilExit(loadJob(o.job));
-  std::ifstream in(o.job, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  paddle::Json job = paddle::Json::parse(buf.str());
+  // Read once (a FIFO or pipe cannot be read twice), then loaded and parsed from memory.
+  std::string job_text = readInputFile(o.job);
+  keepUntilExit(loadJobFromText(job_text, o.job));
+  paddle::Json job = paddle::Json::parse(job_text);
 
   // Ring ids the import renumbered (a Paddle ring_id is local to a process) go back to Paddle's.
   std::map<int64_t, int64_t> paddle_ring;
@@ -64,13 +61,13 @@ int runExport(const Options& o) {
                            std::string(format.extension),
                        std::move(bytes));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(o.output, ec);
-  if (ec) throw InputError(o.output, "", "cannot create directory: " + ec.message());
-  for (const auto& [path, bytes] : files) writeFileAtomic(path, bytes);
+  OutputTransaction outputs;  // every rank's file, or none (and no folder made for them)
+  outputs.makeFolders(o.output);
+  for (const auto& [path, bytes] : files) outputs.file(path, bytes);
   keepUntilExit(std::make_unique<paddle::Json>(std::move(job)));
   std::cout << "wrote " << files.size() << " " << format.name << " file" << (files.size() == 1 ? "" : "s") << " to "
             << o.output << "\n";
+  outputs.commit();  // the message reached stdout, or no file appears
   return kExitOk;
 }
 

@@ -27,9 +27,11 @@ int runGen(Options& o) {
   gen::checkOptions(o.gen);
   AtomicFile out(o.output);
   gen::GenStats stats = gen::generateJob(o.gen, out);
-  out.commit();
+  out.finish();
   if (o.output != "-")
     std::cout << o.output << ": " << stats.ranks << " ranks, " << stats.ops << " ops, " << stats.vars << " vars\n";
+  flushStdout();  // the message reached stdout, or the job does not appear
+  out.publish();
   return kExitOk;
 }
 
@@ -63,7 +65,8 @@ const Registrar reg{{"gen", "Generate a tensor/sequence-parallel training job (m
                        sub.add_option("--dropout", g.dropout, "Dropout probability")->capture_default_str();
                        sub.add_option("-o,--output", o->output, "Output job file (- for stdout)")->required();
                        return [o] { return runGen(*o); };
-                     }}};
+                     },
+                     /*reads_input=*/false}};
 
 }  // namespace
 }  // namespace spopt::app

@@ -29,7 +29,8 @@ const Registrar reg{{"passes", "List the rewrite passes, their options and the d
                        auto all = std::make_shared<bool>(false);
                        sub.add_flag("--all", *all, "Also list hidden (testing) options");
                        return [all] { return runPasses(*all); };
-                     }}};
+                     },
+                     /*reads_input=*/false}};
 
 }  // namespace
 }  // namespace spopt::app

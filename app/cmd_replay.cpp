@@ -11,6 +11,7 @@
 #include "command.h"
 #include "load_job.h"
 #include "io/atomic_file.h"
+#include "io/output_transaction.h"
 #include "runtime/executor.h"
 #include "runtime/report.h"
 
@@ -43,6 +44,11 @@ int runReplay(const Options& o) {
   auto backend = makeBackend(o.backend, bo);
   try {
     auto job = loadVerifiedJob(o.job);
+    // --dump and --trace are staged now (an unwritable place fails before the run) and appear
+    // together at the end, only if everything succeeded.
+    OutputTransaction outputs;
+    std::string dump_dir = o.dump.empty() ? "" : outputs.folder(o.dump);
+    AtomicFile* trace = o.trace.empty() || !backend->reports() ? nullptr : &outputs.file(o.trace);
     backend->checkLaunch(*job);
     auto ranks = rt::replayRanks(*job);
     rt::checkOpsReplayable(*job);
@@ -66,8 +72,18 @@ int runReplay(const Options& o) {
       }
       return j.dump();
     });
-    for (const auto& [rank, run] : hosted) rt::dumpRank(o.dump, run);
-    if (!backend->reports()) return kExitOk;
+    try {
+      for (const auto& [rank, run] : hosted) rt::dumpRank(dump_dir, run);
+    } catch (const InputError& e) {
+      // Name the user's folder, not the temp one.
+      Diagnostic d = e.diagnostic();
+      d.file = outputs.displayName(d.file);
+      throw InputError(std::move(d));
+    }
+    if (!backend->reports()) {
+      outputs.commit();
+      return kExitOk;
+    }
 
     std::map<int64_t, nlohmann::ordered_json> by_rank, events;
     for (const auto& [rank, text] : results) by_rank[rank] = nlohmann::ordered_json::parse(text);
@@ -87,8 +103,9 @@ int runReplay(const Options& o) {
                     j["seconds"].get<double>() * 1e3, bytesText(j["peak_bytes"].get<double>()).c_str());
       out += buf;
     }
-    if (!o.trace.empty()) writeFileAtomic(o.trace, rt::chromeTrace(events));
-    std::cout << out;
+    if (trace) trace->write(rt::chromeTrace(events));
+    writeStdout(out);
+    outputs.commit();  // checks that standard output got it all before the files appear
     return kExitOk;
   } catch (...) {
     return reportCurrentError(*backend);

@@ -11,6 +11,7 @@
 #include "load_job.h"
 #include "io/atomic_file.h"
 #include "io/loader.h"
+#include "io/output_transaction.h"
 #include "io/text_writer.h"
 #include "io/writer.h"
 #include "passes/pass_manager.h"
@@ -112,6 +113,11 @@ int runRewrite(const Options& o) {
   auto job = loadVerifiedJob(o.in);
   double load_ms = msSince(t0);
   size_t ops_before = countOps(*job);
+  // Both outputs are staged before the pipeline runs: an unwritable one fails now, and neither
+  // appears unless both are complete.
+  OutputTransaction outputs;
+  AtomicFile* out = o.dry_run ? nullptr : &outputs.file(o.out);
+  AtomicFile* report = o.report.empty() ? nullptr : &outputs.file(o.report);
 
   PassManagerOptions pm;
   pm.collect_explain = o.explain || !o.report.empty();
@@ -135,12 +141,12 @@ int runRewrite(const Options& o) {
   }
   if (!o.dry_run) {
     if (o.emit == "text" || (o.emit.empty() && isTextJobPath(o.out)))
-      writeJobTextFile(*job, o.out);
+      writeJobText(*job, *out);
     else
-      writeJobFile(*job, o.out);
+      writeJob(*job, *out);
   }
-  if (!o.report.empty())
-    writeFileAtomic(o.report, reportJson(o, pipeline, res, ops_before, countOps(*job), load_ms).dump(2) + "\n");
+  if (report) report->write(reportJson(o, pipeline, res, ops_before, countOps(*job), load_ms).dump(2) + "\n");
+  outputs.commit();  // OUT and the report both, or neither
   keepUntilExit(std::move(job));  // the process frees it faster than a million destructors
   return kExitOk;
 }

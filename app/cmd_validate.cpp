@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "command.h"
+#include "io/atomic_file.h"
 #include "io/loader.h"
 #include "verify/verifier.h"
 
@@ -44,7 +45,7 @@ int runValidate(const Options& o) {
       for (const auto& d : problems) std::cerr << d.line() << '\n';
     }
   }
-  if (o.format == "json") std::cout << report.dump(2) << '\n';
+  if (o.format == "json") writeStdout(report.dump(2) + "\n");
   return all_ok ? kExitOk : kExitBadInput;
 }
 

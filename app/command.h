@@ -15,6 +15,8 @@ struct Command {
   std::string example;
   // Declares options on `sub` and returns the function that runs the command (its exit code).
   std::function<std::function<int()>(CLI::App& sub)> setup;
+  // Reads a job or a Paddle/PIR file: takes --max-input-bytes.
+  bool reads_input = true;
 };
 
 std::vector<Command>& commands();

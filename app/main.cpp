@@ -9,6 +9,9 @@
 #include <string_view>
 
 #include "command.h"
+#include "io/atomic_file.h"
+#include "io/source.h"
+#include "io/temp_cleanup.h"
 #include "support/error.h"
 
 namespace spopt::app {
@@ -23,11 +26,12 @@ std::vector<char*>& originalArgs() {
 
 namespace {
 // The first word of the command line that is no option, when it names no subcommand (the global
-// options take no value, so that word is where the subcommand should stand).
+// options but --max-input-bytes take no value, so that word is where the subcommand should stand).
 std::optional<std::string> unknownSubcommand(const CLI::App& cli, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--") return std::nullopt;
+    if (arg == "--max-input-bytes") ++i;
     if (arg.empty() || arg[0] == '-') continue;
     for (const CLI::App* sub : cli.get_subcommands({}))
       if (sub->check_name(std::string(arg))) return std::nullopt;
@@ -35,11 +39,24 @@ std::optional<std::string> unknownSubcommand(const CLI::App& cli, int argc, char
   }
   return std::nullopt;
 }
+// Every byte a command wrote to standard output must have arrived (a full disk, a closed pipe
+// reader): checked once, here, at the end of every command. Lost output is exit 2, one line.
+int checkStdoutAtExit(int code) {
+  if (stdoutFailed()) return code;  // already reported by the command's error
+  try {
+    flushStdout();
+  } catch (const InputError& e) {
+    std::cerr << e.what() << '\n';
+    return code == kExitOk || code == kExitDiffers ? kExitBadInput : code;
+  }
+  return code;
+}
 }  // namespace
 }  // namespace spopt::app
 
 int main(int argc, char** argv) {
   using namespace spopt;
+  captureStdoutErrors();
   app::originalArgs().assign(argv, argv + argc);
   app::originalArgs().push_back(nullptr);
   auto& cmds = app::commands();
@@ -52,6 +69,17 @@ int main(int argc, char** argv) {
   cli.add_flag("-v,--verbose", verbosity, "More log output (repeat for more)");
   bool quiet = false;
   cli.add_flag("-q,--quiet", quiet, "Only errors");
+  // On the top level and on every subcommand, so that it may stand before or after the subcommand.
+  uint64_t max_input_bytes = 0;
+  auto addMaxInputBytes = [&](CLI::App& app) {
+    app.add_option("--max-input-bytes", max_input_bytes,
+                   "Most bytes read from a pipe, FIFO or other stream input (k/m/g suffixes; default half the "
+                   "usable memory, here " + std::to_string(defaultMaxInputBytes()) + ")")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
+                               "", "at least 1"));
+  };
+  addMaxInputBytes(cli);
 
   std::string footer = "\nExamples:\n";
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
@@ -59,6 +87,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = cli.add_subcommand(c.name, c.summary);
     sub->footer("Example: " + c.example);
     runners.emplace_back(sub, c.setup(*sub));
+    if (c.reads_input) addMaxInputBytes(*sub);
     footer += "  " + c.example + "\n";
   }
   footer += "\nExit codes: 0 ok, 1 differs/fails a check, 2 bad input, 3 a pass broke an invariant.";
@@ -79,7 +108,7 @@ int main(int argc, char** argv) {
         return kExitBadInput;
       }
     // --help and --version are "errors" with exit code 0; real usage errors are bad input.
-    return cli.exit(e) == 0 ? kExitOk : kExitBadInput;
+    return app::checkStdoutAtExit(cli.exit(e) == 0 ? kExitOk : kExitBadInput);
   }
 
   auto logger = spdlog::stderr_color_mt("sp-opt");
@@ -90,13 +119,17 @@ int main(int argc, char** argv) {
                           : verbosity == 1 ? spdlog::level::debug
                                            : spdlog::level::warn);
 
+  if (max_input_bytes) setMaxInputBytes(max_input_bytes);
+  installTempCleanupHandlers();
+
+  int code = kExitBadInput;
   try {
     for (auto& [sub, fn] : runners)
-      if (sub->parsed()) return fn();
+      if (sub->parsed()) code = fn();
   } catch (...) {
     auto report = describeError(std::current_exception());
     std::cerr << report.text << '\n';
-    return report.code;
+    code = report.code;
   }
-  return kExitBadInput;
+  return app::checkStdoutAtExit(code);
 }

@@ -6,16 +6,16 @@
 #include <string>
 #include <string_view>
 
-#include "io/atomic_file.h"
+#include "io/output_transaction.h"
 #include "support/error.h"
 
 namespace spopt::app {
 
 inline void writeOutput(const std::string& path, std::string_view text) {
   try {
-    AtomicFile out(path);
-    out.write(text);
-    out.commit();
+    OutputTransaction outputs;
+    outputs.file(path, text);
+    outputs.commit();
   } catch (const InputError&) {
     throw;
   } catch (const std::runtime_error& e) {

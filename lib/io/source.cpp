@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <iostream>
-#include <iterator>
+#include <new>
 
 #include "support/error.h"
 
@@ -23,6 +25,50 @@ class PaddedSource : public Source {
  private:
   simdjson::padded_string bytes_;
 };
+
+// Bytes read from a stream into one malloc'd block that grows geometrically (realloc of a large
+// block remaps pages rather than copying them), followed by zeroed padding.
+class StreamedSource : public Source {
+ public:
+  ~StreamedSource() override { std::free(data_); }
+  std::string_view text() const override { return {data_, size_}; }
+
+  // Reads `fd` to its end, exactly once (a FIFO or pipe cannot be read again). Throws InputError
+  // naming `path` when it holds more than `limit` bytes or cannot be read.
+  static std::shared_ptr<StreamedSource> read(int fd, const std::string& path, uint64_t limit) {
+    auto src = std::shared_ptr<StreamedSource>(new StreamedSource());
+    size_t capacity = 0;
+    for (;;) {
+      if (src->size_ == capacity) {
+        // Room for one byte past the limit, so that reaching it is told from exceeding it.
+        uint64_t most = limit == UINT64_MAX ? limit : limit + 1;
+        if (src->size_ >= most) break;
+        size_t grown = std::min<uint64_t>(std::max<size_t>(capacity * 2, 1 << 16), most);
+        char* data = static_cast<char*>(std::realloc(src->data_, grown + simdjson::SIMDJSON_PADDING));
+        if (!data) throw std::bad_alloc();
+        src->data_ = data;
+        capacity = grown;
+      }
+      ssize_t n = ::read(fd, src->data_ + src->size_, capacity - src->size_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw InputError(path, "", std::string("cannot read file: ") + std::strerror(errno));
+      if (n == 0) break;
+      src->size_ += size_t(n);
+    }
+    if (src->size_ > limit) throw InputError(path, "", "input exceeds --max-input-bytes=" + std::to_string(limit));
+    if (!src->data_) src->data_ = static_cast<char*>(std::malloc(simdjson::SIMDJSON_PADDING));
+    if (!src->data_) throw std::bad_alloc();
+    std::memset(src->data_ + src->size_, 0, simdjson::SIMDJSON_PADDING);
+    return src;
+  }
+
+ private:
+  StreamedSource() = default;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+std::atomic<uint64_t> g_max_input_bytes{0};  // 0: not set, the default applies
 
 // A regular file mapped read-only, followed by zero pages for the padding. Ranges the loader has
 // parsed are dropped from the process with MADV_DONTNEED (touching them again re-reads the page
@@ -67,26 +113,64 @@ std::shared_ptr<Source> copySource(std::string_view text) {
   return std::make_shared<PaddedSource>(simdjson::padded_string(text));
 }
 
-std::shared_ptr<Source> openSource(const std::string& path) {
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    return copySource(text);
+// The memory this process may use: the machine's, or less where a control group (a container)
+// caps it (cgroup v2, then v1; "max" or an absurd v1 value means no cap).
+static uint64_t usableMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  for (const char* file : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[32] = {};
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9') continue;
+    uint64_t cap = std::strtoull(buf, nullptr, 10);
+    if (cap > 0 && (memory == 0 || cap < memory)) memory = cap;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  return memory;
+}
+
+uint64_t defaultMaxInputBytes() {
+  static const uint64_t limit = [] {
+    uint64_t memory = usableMemory();
+    return memory ? memory / 2 : uint64_t(4) << 30;
+  }();
+  return limit;
+}
+
+uint64_t maxInputBytes() {
+  uint64_t set = g_max_input_bytes.load(std::memory_order_relaxed);
+  return set ? set : defaultMaxInputBytes();
+}
+
+void setMaxInputBytes(uint64_t limit) { g_max_input_bytes.store(limit, std::memory_order_relaxed); }
+
+std::shared_ptr<Source> openSource(const std::string& path) {
+  // Opened once and read through that one descriptor: a FIFO or /dev/stdin opened a second time
+  // would wait for a writer that has already gone.
+  bool is_stdin = path == "-";
+  int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   auto cannotRead = [&](int err) { return InputError(path, "", std::string("cannot read file: ") + std::strerror(err)); };
   if (fd < 0) throw cannotRead(errno);
+  struct Closer {
+    int fd;
+    bool own;
+    ~Closer() {
+      if (own) ::close(fd);
+    }
+  } closer{fd, !is_stdin};
   struct stat st {};
-  bool known = ::fstat(fd, &st) == 0;
-  if (known && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw cannotRead(EISDIR);
-  }
-  auto mapped = known ? MappedSource::map(fd, st) : nullptr;
-  ::close(fd);
-  if (mapped) return mapped;
-  auto loaded = simdjson::padded_string::load(path);
-  if (loaded.error()) throw InputError(path, "", std::string("cannot read file: ") + simdjson::error_message(loaded.error()));
-  return std::make_shared<PaddedSource>(std::move(loaded).value_unsafe());
+  if (::fstat(fd, &st) != 0) throw cannotRead(errno);
+  if (S_ISDIR(st.st_mode)) throw cannotRead(EISDIR);
+  // Standard input redirected from a file may have been read partly already (`{ read; sp-opt
+  // validate -; } < f`): then it is read from where it stands, as a stream.
+  bool at_start = !is_stdin || !S_ISREG(st.st_mode) || ::lseek(fd, 0, SEEK_CUR) == 0;
+  if (at_start)
+    if (auto mapped = MappedSource::map(fd, st)) return mapped;
+  return StreamedSource::read(fd, path, maxInputBytes());
 }
+
+std::string readInputFile(const std::string& path) { return std::string(openSource(path)->text()); }
 
 }  // namespace spopt

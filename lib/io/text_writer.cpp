@@ -248,6 +248,8 @@ class TextWriter {
 
 std::string jobToText(const Job& job, const TextWriteOptions& opts) { return TextWriter(job, opts).run(); }
 
+void writeJobText(const Job& job, AtomicFile& out, const TextWriteOptions& opts) { out.write(jobToText(job, opts)); }
+
 void writeJobTextFile(const Job& job, const std::string& path, const TextWriteOptions& opts) {
   std::string text = jobToText(job, opts);
   AtomicFile file(path);

@@ -29,6 +29,8 @@
 
 namespace spopt {
 
+class AtomicFile;
+
 // The first line of every text job (then the format version): how loaders tell it from JSON.
 inline constexpr std::string_view kTextMagic = "sp-opt.program text";
 
@@ -37,6 +39,8 @@ struct TextWriteOptions {
 };
 
 std::string jobToText(const Job& job, const TextWriteOptions& opts = {});
+// Into an output the caller commits (OutputTransaction).
+void writeJobText(const Job& job, AtomicFile& out, const TextWriteOptions& opts = {});
 // Atomic (temp + rename); "-" = stdout.
 void writeJobTextFile(const Job& job, const std::string& path, const TextWriteOptions& opts = {});
 // True when `path` names a text job by its extension (.sptxt).

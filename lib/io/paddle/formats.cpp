@@ -1,12 +1,10 @@
 // The table of Paddle program formats (see formats.h for how to add one).
 #include "io/paddle/formats.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "io/paddle/legacy_text.h"
 #include "io/paddle/program_desc.h"
 #include "io/pir/pir_formats.h"
+#include "io/source.h"
 #include "support/error.h"
 
 namespace spopt::paddle {
@@ -45,12 +43,7 @@ const ProgramFormat& formatByName(std::string_view name, bool for_writing) {
 }
 
 ImportedProgram readProgramFile(const std::string& path, std::string_view forced_format) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw InputError(path, "", "cannot read file");
-  std::string bytes = std::move(buf).str();
+  std::string bytes = readInputFile(path);  // a FIFO or pipe too, up to --max-input-bytes
   if (bytes.empty()) throw InputError(path, "", "empty file: not a Paddle program");
   const ProgramFormat* format = nullptr;
   if (!forced_format.empty()) {

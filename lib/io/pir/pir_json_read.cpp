@@ -1,9 +1,8 @@
 // PIR JSON -> format v1 program (see pir_json.h and docs/pir.md).
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "io/pir/pir_json.h"
+#include "io/source.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -418,11 +417,7 @@ ojson pirJsonToProgram(std::string_view text, const std::string& display_name) {
 }
 
 ojson readPirJson(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return pirJsonToProgram(ss.str(), path);
+  return pirJsonToProgram(readInputFile(path), path);
 }
 
 }  // namespace spopt::pir

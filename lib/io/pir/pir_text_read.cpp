@@ -6,11 +6,10 @@
 //   attr    := NAME ':' value;  value := STRING | true | false | '[' values ']' | '(' KIND ')' token
 //   type    := vec '[' types ']' | NAME ['<' ... '>']
 #include <cctype>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "io/pir/pir_text.h"
+#include "io/source.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -434,11 +433,7 @@ ojson pirTextToProgram(std::string_view text, const std::string& display_name) {
 }
 
 ojson readPirText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return pirTextToProgram(ss.str(), path);
+  return pirTextToProgram(readInputFile(path), path);
 }
 
 ojson parsePirTextAttribute(std::string_view text, const std::string& display_name, ojson* type) {
