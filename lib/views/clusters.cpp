@@ -260,9 +260,10 @@ class TreeBuilder {
       if (from_item == to_item) continue;
       Cluster& lca = t_.clusters[a];
       auto [it, fresh] = bundle.try_emplace(Key{a, from_item, to_item}, static_cast<uint32_t>(lca.edges.size()));
-      if (fresh) lca.edges.push_back({from_item, to_item, 0, {}, ViewStatus::Unchanged});
+      if (fresh) lca.edges.push_back({from_item, to_item, 0, {}, e.status});
       ClusterEdge& ce = lca.edges[it->second];
-      if (ce.status == ViewStatus::Unchanged) ce.status = e.status;
+      // A bundle of vars that all went the same way says so; a mixed one is "changed".
+      if (ce.status != e.status) ce.status = ViewStatus::Changed;
       // Bundles are told apart by their position in the cluster; tag the key so that it never
       // meets a border key (those are even/odd cluster ids below 2^33).
       note(ce.sample, ce.vars, (uint64_t{1} << 63) | (uint64_t{a} << 32) | it->second, e.var);

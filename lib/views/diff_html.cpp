@@ -115,9 +115,21 @@ std::string renderDiffHtml(const JobDiff& diff, const RankDiff& drawn, const Htm
   for (const RankDiff& r : diff.ranks) rows.push_back({"rank " + std::to_string(r.rank), r.comm_before, r.comm_after});
   out += commTable(rows, true);
 
-  out += "<h2>Changes</h2>\n<pre class=\"changes\">";
-  out += renderDiffText(diff, TextStyle{false, true});
-  out += "</pre>\n";
+  // The list is for reading: past a few thousand lines (a rewrite of every layer of a big model)
+  // it only makes the page slow to open; the text format has all of it.
+  std::string changes = renderDiffText(diff, TextStyle{false, true});
+  size_t cut = 0, shown_lines = 0;
+  while (cut < changes.size() && shown_lines < options.max_change_lines) {
+    cut = changes.find('\n', cut);
+    cut = cut == std::string::npos ? changes.size() : cut + 1;
+    ++shown_lines;
+  }
+  size_t more = static_cast<size_t>(std::count(changes.begin() + static_cast<std::ptrdiff_t>(cut), changes.end(), '\n'));
+  changes.resize(cut);
+  out += "<h2>Changes</h2>\n<pre class=\"changes\">" + changes + "</pre>\n";
+  if (more)
+    out += "<p class=\"note\">" + std::to_string(more) + " more lines not shown; <code>sp-opt diff " + escapeHtml(diff.before->path) +
+           " " + escapeHtml(diff.after->path) + "</code> prints them all.</p>\n";
   return out + htmlTail();
 }
 

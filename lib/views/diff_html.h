@@ -28,6 +28,7 @@ struct HtmlGraphOptions {
   // to draw another.
   size_t all_ranks_max_ops = 20000;
   size_t open_budget = 300;  // diff: boxes shown at most when clusters with changes start open
+  size_t max_change_lines = 3000;  // diff: lines of the list of changes shown
 };
 
 // `drawn` is shown first. Needs no external tool.

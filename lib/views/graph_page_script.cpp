@@ -162,9 +162,12 @@ function drawCollapsed(c, x, y, w, h, g) {
   placed.set('c' + c, {x, y, w, h, el: n});
 }
 function drawEdge(a, b, e, g) {
-  const st = e[4], vars = e[2], back = e[5] || b.y <= a.y;
+  const st = e[4], vars = e[2], sameRow = !e[5] && Math.abs(a.y - b.y) < 1, back = !sameRow && (e[5] || b.y <= a.y);
   let d;
-  if (back) {
+  if (sameRow) {
+    const [l, r] = a.x < b.x ? [a, b] : [b, a], ya = l.y + l.h / 2;
+    d = a === l ? `M${l.x + l.w},${ya} L${r.x},${ya}` : `M${r.x},${ya} L${l.x + l.w},${ya}`;
+  } else if (back) {
     const X = Math.max(a.x + a.w, b.x + b.w) + 24 + Math.min(60, 6 * ((a.y + b.y) % 7));
     d = `M${a.x + a.w},${a.y + a.h / 2} C${X},${a.y + a.h / 2} ${X},${b.y + b.h / 2} ${b.x + b.w},${b.y + b.h / 2}`;
   } else {
@@ -176,7 +179,7 @@ function drawEdge(a, b, e, g) {
   if (st === 3 || back) p.setAttribute('stroke-dasharray', '5,3');
   const label = varName(e[3]) + (vars > 1 ? ' +' + (vars - 1) : '');
   el('title', {}, p).textContent = label + (back ? ' (flows back up)' : '');
-  if (!back) {
+  if (!back && !sameRow) {
     const t = el('text', {x: (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 4, y: (a.y + a.h + b.y) / 2 + 3, class: 'gv-el'}, g);
     t.textContent = label;
   }
@@ -376,6 +379,14 @@ function openChanged() {
       shown += cl[C.items].length - 1;
       queue.push(x);
     }
+  }
+  // Too many boxes for any of them: open the path to the first change all the same, so that the
+  // reader sees one right away.
+  for (let c = 0; open.size === 1 || c !== 0;) {
+    const next = R.clusters[c][C.items].find((it) => it < 0 && R.clusters[-it - 1][C.changed]);
+    if (next === undefined || R.clusters[-next - 1][C.items].length > META.openBudget) break;
+    c = -next - 1;
+    open.add(c);
   }
 }
 function showRank(i) {
