@@ -2,9 +2,10 @@
 # Times the clustered html views on GPT jobs of growing size; prints a markdown table.
 # Per size: `sp-opt gen gpt --tp 4 --layers L --sequence-parallel`, `sp-opt rewrite`, then
 #   graph AFTER --rank 1 --format html   and   diff BEFORE AFTER --format html
-# (wall and cpu seconds, page size), and each page opened in headless Chromium: the page's own
-# time from navigation start to its first full render (it writes <body data-ready-ms=...>, read
-# back with --dump-dom), and the wall time of the whole Chromium run (start-up included).
+# (wall and cpu seconds, loading the jobs included; page size), and each page opened in headless
+# Chromium: the page's own time from navigation start to its first full render (it writes
+# <body data-ready-ms=...>, read back with --dump-dom), and the wall time of a whole Chromium run
+# that takes a screenshot of it (start-up included).
 # Usage: scripts/bench-views.sh [SP_OPT] [LAYERS...]    (default: build/sp-opt 14 139 1390,
 #        about 1k, 10k and 100k ops per rank)
 # SPOPT_BEFORE=OLD_SP_OPT adds a column: the same `graph --format html` with an older build,
@@ -38,12 +39,17 @@ mb() { printf "%.2f" "$(echo "scale=3; $(stat -c %s "$1") / 1048576" | bc)"; }
 load() {
   if [ -z "$browser" ]; then echo "- -"; return; fi
   local start end ready
-  start=$(date +%s.%N)
-  timeout 300 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
-    --disable-component-update --disable-sync --user-data-dir="$(mktemp -d -p "$work")" --window-size=1400,1000 \
-    --dump-dom "file://$1" 2>/dev/null >"$work/dom.html" || true
-  end=$(date +%s.%N)
+  chrome() {
+    timeout 300 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+      --disable-component-update --disable-sync --user-data-dir="$(mktemp -d -p "$work")" --window-size=1400,1000 "$@" 2>/dev/null
+  }
+  # The page's own figure (navigation start to drawn), read from the DOM it leaves...
+  chrome --dump-dom "file://$1" >"$work/dom.html" || true
   ready=$(grep -o 'data-ready-ms="[0-9]*"' "$work/dom.html" | grep -o '[0-9]*' || echo "?")
+  # ...and what a reader waits for: Chromium started, the page loaded and drawn, a screenshot taken.
+  start=$(date +%s.%N)
+  chrome --screenshot="$work/shot.png" "file://$1" >/dev/null || true
+  end=$(date +%s.%N)
   echo "$ready $(printf "%.1f" "$(echo "$end - $start" | bc)")"
 }
 

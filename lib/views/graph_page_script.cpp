@@ -432,7 +432,8 @@ svg.addEventListener('wheel', (e) => {
   const r = svg.getBoundingClientRect();
   zoomAt(Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
 }, {passive: false});
-svg.addEventListener('keydown', (e) => {
+document.addEventListener('keydown', (e) => {
+  if (e.target.closest && e.target.closest('input, select, textarea')) return;
   const r = svg.getBoundingClientRect(), step = 80;
   const keys = {ArrowLeft: () => (view.x += step), ArrowRight: () => (view.x -= step), ArrowUp: () => (view.y += step), ArrowDown: () => (view.y -= step),
     '+': () => zoomAt(1.25, r.width / 2, r.height / 2), '=': () => zoomAt(1.25, r.width / 2, r.height / 2),
@@ -455,15 +456,16 @@ META.jobRanks.forEach((r) => {
   const i = META.ranks.findIndex((x) => x.rank === r);
   const o = document.createElement('option');
   o.value = i;
-  o.textContent = 'rank ' + r + (i < 0 ? ' (not embedded: run with --rank ' + r + ')' : '');
+  o.textContent = 'rank ' + r + (i < 0 ? ' (not embedded)' : '');
+  if (i < 0) o.title = 'run sp-opt with --rank ' + r + ' to draw it';
   o.disabled = i < 0;
   rankPicker.appendChild(o);
 });
 rankPicker.addEventListener('change', () => showRank(+rankPicker.value));
 
 // ---- start: the first embedded rank, then what the URL's #hash asks for ------------------------
-// #rank=R, #expand=NAME[,NAME] (a cluster name or path), #search=TEXT, and #click=NAME, which
-// dispatches a real click event on that collapsed cluster (the browser test uses it).
+// #rank=R, #expand=NAME[,NAME] (a cluster name or path), #search=TEXT, #zoom=K, and #click=NAME,
+// which dispatches a real click event on that collapsed cluster (the browser test uses it).
 rankPicker.value = 0;
 showRank(0);
 const byName = (name) => { for (let c = 1; c < R.clusters.length; ++c) if (R.clusters[c][C.name] === name || clusterPath(c) === name) return c; return -1; };
@@ -478,6 +480,8 @@ for (const part of decodeURIComponent(location.hash.slice(1)).split('&')) {
   } else if (key === 'click') {
     const c = byName(value), box = c > 0 && placed.get('c' + c);
     if (box) box.el.querySelector('rect').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  } else if (key === 'zoom') {
+    zoomAt(+value / view.k, 20, 20);
   } else if (key === 'search') {
     search(value);
   }
