@@ -35,6 +35,8 @@ int runGraph(const Options& o) {
   if (!p) throw InputError(o.job, "/programs", "no program for rank " + std::to_string(o.rank) + " (--rank)");
   std::string text;
   if (o.format == "html") {
+    if (!o.only.empty() || o.fold > 0)
+      std::cerr << o.job << ": note: --only and --fold shape the dot and svg graphs; the html page folds by clusters instead\n";
     HtmlGraphOptions html;
     html.bus_factors = o.bus_factors;
     html.all_ranks_max_ops = o.all_ranks_max_ops;

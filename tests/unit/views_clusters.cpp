@@ -217,3 +217,30 @@ TEST_CASE("every op of a generated GPT rank lands in one cluster; every layer is
   CHECK(data.find("\"layer_5\"") != std::string::npos);
   CHECK(data.find('<') == std::string::npos);  // nothing that could close the script element
 }
+
+TEST_CASE("a generated rank of some 14k ops: every cluster bounded, every layout valid", "[views][clusters]") {
+  // Correctness at size, not timing: the chunking keeps each cluster's layout small whatever the
+  // program, and layouts stay valid on real-shaped data (residuals, grads, optimizer fan-in).
+  gen::GenOptions go;
+  go.model = gen::Model::Gpt;
+  go.layers = 250;
+  auto job = loadJobFromText(gen::generateJobText(go), "gpt.json");
+  const Program& p = *job->programs[0];
+  ViewGraph g = buildProgramGraph(p, false);
+  ClusterOptions o;
+  ClusterTree t = buildClusters(g, o);
+  size_t ops = 0;
+  for (const auto& b : p.blocks) ops += b->ops.size();
+  REQUIRE(ops > 10000);
+  CHECK(t.clusters[0].ops == ops);
+  size_t items = 0;
+  for (const Cluster& c : t.clusters) {
+    items += c.items.size();
+    if (&c != &t.clusters[0]) CHECK(c.items.size() <= o.max_items);  // the root holds one box per layer
+    Edges e;
+    for (const ClusterEdge& x : c.edges) e.emplace_back(x.from, x.to);
+    checkLayout(static_cast<uint32_t>(c.items.size()), e, c.layout);
+  }
+  CHECK(items == ops + t.clusters.size() - 1);  // each op and each cluster but the root is one item
+  CHECK(t.clusters[0].items.size() >= 250);
+}
