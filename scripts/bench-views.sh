@@ -8,8 +8,9 @@
 # that takes a screenshot of it (start-up included).
 # Usage: scripts/bench-views.sh [SP_OPT] [LAYERS...]    (default: build/sp-opt 14 139 1390,
 #        about 1k, 10k and 100k ops per rank)
-# SPOPT_BEFORE=OLD_SP_OPT adds a column: the same `graph --format html` with an older build,
-#        stopped after SPOPT_BEFORE_LIMIT seconds (default 120; shown as "> N").
+# SPOPT_BEFORE=OLD_SP_OPT adds two columns: the same `graph --format html` and `diff --format html`
+#        with an older build, stopped after SPOPT_BEFORE_LIMIT seconds (default 120; shown as
+#        "> N"), for sizes up to SPOPT_BEFORE_MAX_LAYERS layers (default 14; larger: "not run").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 sp_opt=${1:-$here/../build/sp-opt}
@@ -18,6 +19,7 @@ layers=("$@")
 [ ${#layers[@]} -gt 0 ] || layers=(14 139 1390)
 before_bin=${SPOPT_BEFORE:-}
 before_limit=${SPOPT_BEFORE_LIMIT:-120}
+before_max_layers=${SPOPT_BEFORE_MAX_LAYERS:-14}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -57,7 +59,7 @@ echo "Machine: $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg); Chro
 echo
 head="| layers | ops per rank | graph html: wall s | cpu s | page MB | Chromium: ready ms | run s"
 sep="| ---: | ---: | ---: | ---: | ---: | ---: | ---:"
-[ -n "$before_bin" ] && { head+=" | before (old graph html) s"; sep+=" | ---:"; }
+[ -n "$before_bin" ] && { head+=" | old graph html s | old diff html s"; sep+=" | ---: | ---:"; }
 head+=" | diff html: wall s | cpu s | page MB | Chromium: ready ms | run s |"
 sep+=" | ---: | ---: | ---: | ---: | ---: |"
 echo "$head"
@@ -77,12 +79,14 @@ for l in "${layers[@]}"; do
   read -r g_ready g_run < <(load "$work/graph.html")
   row="| $l$mark | $ops | $g_wall | $g_cpu | $(mb "$work/graph.html") | $g_ready | $g_run"
   if [ -n "$before_bin" ]; then
-    start=$(date +%s.%N)
-    if timeout "$before_limit" "$before_bin" graph "$work/after.json" --rank 1 --format html -o "$work/old.html" >/dev/null 2>&1; then
-      row+=" | $(printf "%.1f" "$(echo "$(date +%s.%N) - $start" | bc)")"
-    else
-      row+=" | > $before_limit"
-    fi
+    for cmd in "graph $work/after.json --rank 1" "diff $work/before.json $work/after.json"; do
+      if [ "$l" -gt "$before_max_layers" ]; then row+=" | not run"; continue; fi
+      start=$(date +%s.%N)
+      rc=0
+      # shellcheck disable=SC2086
+      timeout "$before_limit" "$before_bin" $cmd --format html -o "$work/old.html" >/dev/null 2>&1 || rc=$?
+      if [ "$rc" -le 1 ]; then row+=" | $(printf "%.1f" "$(echo "$(date +%s.%N) - $start" | bc)")"; else row+=" | > $before_limit"; fi
+    done
   fi
   read -r d_wall d_cpu < <(timed "$sp_opt" diff "$work/before.json" "$work/after.json" --format html -o "$work/diff.html")
   read -r d_ready d_run < <(load "$work/diff.html")

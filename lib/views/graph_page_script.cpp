@@ -161,10 +161,16 @@ function drawCollapsed(c, x, y, w, h, g) {
       '\nout: ' + outs + (cl[C.vout] > cl[C.sout].length ? ', \u2026' : '') + '\nclick to open';
   placed.set('c' + c, {x, y, w, h, el: n});
 }
-function drawEdge(a, b, e, g) {
+function drawEdge(a, b, e, g, span) {
   const st = e[4], vars = e[2], sameRow = !e[5] && Math.abs(a.y - b.y) < 1, back = !sameRow && (e[5] || b.y <= a.y);
+  // An edge past more than one row (a layer's gradients to the optimizer) runs down the right
+  // side instead of across the boxes in between.
+  const long = !back && !sameRow && span > 1;
   let d;
-  if (sameRow) {
+  if (long) {
+    const X = Math.max(a.x + a.w, b.x + b.w) + 16 + 5 * (span % 9);
+    d = `M${a.x + a.w},${a.y + a.h / 2} C${X},${a.y + a.h / 2} ${X},${b.y + b.h / 2} ${b.x + b.w},${b.y + b.h / 2}`;
+  } else if (sameRow) {
     const [l, r] = a.x < b.x ? [a, b] : [b, a], ya = l.y + l.h / 2;
     d = a === l ? `M${l.x + l.w},${ya} L${r.x},${ya}` : `M${r.x},${ya} L${l.x + l.w},${ya}`;
   } else if (back) {
@@ -179,7 +185,7 @@ function drawEdge(a, b, e, g) {
   if (st === 3 || back) p.setAttribute('stroke-dasharray', '5,3');
   const label = varName(e[3]) + (vars > 1 ? ' +' + (vars - 1) : '');
   el('title', {}, p).textContent = label + (back ? ' (flows back up)' : '');
-  if (!back && !sameRow) {
+  if (!back && !sameRow && !long) {
     const t = el('text', {x: (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 4, y: (a.y + a.h + b.y) / 2 + 3, class: 'gv-el'}, g);
     t.textContent = label;
   }
@@ -201,7 +207,8 @@ function drawCluster(c, ox, oy, lay, g) {
     else if (open.has(-it - 1)) drawCluster(-it - 1, p.x, p.y, lay.pos[i].inner, nodes);
     else drawCollapsed(-it - 1, p.x, p.y, p.w, p.h, nodes);
   });
-  for (const e of cl[C.edges]) drawEdge(abs[e[0]], abs[e[1]], e, edges);
+  const layer = cl[C.layer];
+  for (const e of cl[C.edges]) drawEdge(abs[e[0]], abs[e[1]], e, edges, Math.abs(layer[e[1]] - layer[e[0]]));
 }
 function clusterPath(c) {
   const parts = [];
@@ -228,7 +235,8 @@ function render() {
 function applyView() {
   root.setAttribute('transform', `translate(${view.x},${view.y}) scale(${view.k})`);
   // Ring badges keep a readable size when zoomed out: collectives stay visible at every zoom.
-  svg.style.setProperty('--gv-inv', String(Math.min(4, Math.max(1, 1 / view.k))));
+  // (Only once labels are too small to read anyway: the badge then covers its text.)
+  svg.style.setProperty('--gv-inv', String(Math.min(4, Math.max(1, 0.45 / view.k))));
 }
 function fit() {
   const r = svg.getBoundingClientRect(), e = R.extent;
