@@ -169,7 +169,8 @@ function drawEdge(a, b, e, g, span) {
   let d;
   if (long) {
     const X = Math.max(a.x + a.w, b.x + b.w) + 16 + 5 * (span % 9);
-    d = `M${a.x + a.w},${a.y + a.h / 2} C${X},${a.y + a.h / 2} ${X},${b.y + b.h / 2} ${b.x + b.w},${b.y + b.h / 2}`;
+    const y1 = a.y + a.h * 0.8, y2 = b.y + b.h * 0.4;  // clear of the back edges' ends at mid-height
+    d = `M${a.x + a.w},${y1} C${X},${y1} ${X},${y2} ${b.x + b.w},${y2}`;
   } else if (sameRow) {
     const [l, r] = a.x < b.x ? [a, b] : [b, a], ya = l.y + l.h / 2;
     d = a === l ? `M${l.x + l.w},${ya} L${r.x},${ya}` : `M${r.x},${ya} L${l.x + l.w},${ya}`;
@@ -220,7 +221,7 @@ function render() {
   placed = new Map();
   root.textContent = '';
   const defs = el('defs', {}, root);
-  const m = el('marker', {id: 'gv-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse'}, defs);
+  const m = el('marker', {id: 'gv-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse'}, defs);
   el('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#888'}, m);
   const lay = layoutCluster(0);
   drawCluster(0, 0, 0, lay, root);
