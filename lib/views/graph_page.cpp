@@ -149,7 +149,7 @@ class DataWriter {
   int64_t item(const ClusterItem& i) const { return i.is_cluster ? -static_cast<int64_t>(i.id) - 1 : op_index_[i.id]; }
 
   // [name, parent, ops, changed, rings, vars in, vars out, sample in, sample out, items, layer,
-  //  order, edges [from, to, vars, sample var, status, reversed]]
+  //  order, edges [from, to, vars, sample vars, status, reversed]]
   void writeCluster(std::string& out, const Cluster& c) {
     out += '[' + quoteJson(c.name) + ',';
     appendInt(out, c.parent == kNone ? -1 : c.parent);
@@ -177,7 +177,7 @@ class DataWriter {
       const ClusterEdge& e = c.edges[i];
       if (i) out += ',';
       out += '[' + std::to_string(e.from) + ',' + std::to_string(e.to) + ',' + std::to_string(e.vars) + ',';
-      appendInt(out, e.sample.empty() ? -1 : varId(e.sample[0]));
+      appendArray(out, e.sample, [&](const Var* v) { appendInt(out, varId(v)); });
       out += ',' + std::to_string(static_cast<int>(e.status)) + ',' + (c.layout.reversed[i] ? "1" : "0") + ']';
     }
     out += "]]";

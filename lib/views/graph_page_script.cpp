@@ -184,8 +184,9 @@ function drawEdge(a, b, e, g, span) {
   const colour = st ? STROKE[st] : back ? '#b9b9d9' : '#9a9a9a';
   const p = el('path', {d, fill: 'none', stroke: colour, 'stroke-width': Math.min(4, 1 + Math.log2(vars)), 'marker-end': 'url(#gv-arrow)', class: 'gv-edge'}, g);
   if (st === 3 || back) p.setAttribute('stroke-dasharray', '5,3');
-  const label = varName(e[3]) + (vars > 1 ? ' +' + (vars - 1) : '');
-  el('title', {}, p).textContent = label + (back ? ' (flows back up)' : '');
+  const label = varName(e[3][0]) + (vars > 1 ? ' +' + (vars - 1) : '');
+  el('title', {}, p).textContent = vars + ' var' + (vars > 1 ? 's' : '') + ': ' + e[3].map(varName).join(', ') +
+      (vars > e[3].length ? ', \u2026' : '') + (back ? ' (flows back up)' : '');
   if (!back && !sameRow && !long) {
     const t = el('text', {x: (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 4, y: (a.y + a.h + b.y) / 2 + 3, class: 'gv-el'}, g);
     t.textContent = label;
