@@ -1,6 +1,7 @@
 #include "views/clusters.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -65,6 +66,7 @@ class TreeBuilder {
     assignScopes();
     splitPhases();
     chunkLargeClusters();
+    groupManyClusters();
     summarize();
     orderItems();
     bundleEdges();
@@ -181,6 +183,51 @@ class TreeBuilder {
         for (size_t k = i; k < end; ++k) t_.cluster_of_node[direct[c][k]] = chunk;
       }
     }
+  }
+
+  // A cluster with more than max_items sub-clusters (the root of a model with 1,000 layers) gets
+  // them grouped, consecutive in program order, `chunk` per group ("layer_0 … layer_199"), so
+  // that no level of the page draws more than max_items boxes.
+  void groupManyClusters() {
+    const size_t n = t_.clusters.size();
+    std::vector<uint32_t> first(n, kNone);
+    for (uint32_t v = 0; v < g_.nodes.size(); ++v)
+      for (uint32_t c = t_.cluster_of_node[v]; c != kNone && first[c] == kNone; c = t_.clusters[c].parent) first[c] = v;
+    std::vector<std::vector<uint32_t>> subs(n);
+    for (uint32_t c = 1; c < n; ++c) subs[t_.clusters[c].parent].push_back(c);
+    bool moved = false;
+    for (uint32_t c = 0; c < n; ++c) {
+      if (subs[c].size() <= o_.max_items) continue;
+      std::stable_sort(subs[c].begin(), subs[c].end(), [&](uint32_t a, uint32_t b) { return first[a] < first[b]; });
+      // The numbered family that makes the crowd (layer_N) is grouped; the few others (loss,
+      // optimizer) stay beside the groups, unless they are a crowd themselves.
+      std::unordered_map<std::string_view, size_t> family;
+      for (uint32_t x : subs[c]) ++family[numberedBase(t_.clusters[x].name)];
+      auto crowd = std::max_element(family.begin(), family.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      std::string_view base = crowd->first;
+      bool by_family = !base.empty() && subs[c].size() - crowd->second < o_.max_items;
+      std::vector<uint32_t> grouped;
+      for (uint32_t x : subs[c])
+        if (!by_family || numberedBase(t_.clusters[x].name) == base) grouped.push_back(x);
+      for (size_t i = 0; i < grouped.size(); i += o_.chunk) {
+        size_t end = std::min(grouped.size(), i + o_.chunk);
+        uint32_t group = child(c, t_.clusters[grouped[i]].name + " \u2026 " + t_.clusters[grouped[end - 1]].name);
+        for (size_t k = i; k < end; ++k) t_.clusters[grouped[k]].parent = group;
+      }
+      moved = true;
+    }
+    if (!moved) return;
+    // Depths below a new group grew by one; parents may now come after their children.
+    std::vector<bool> done(t_.clusters.size(), false);
+    done[0] = true;
+    std::function<uint32_t(uint32_t)> depth = [&](uint32_t c) -> uint32_t {
+      if (!done[c]) {
+        t_.clusters[c].depth = depth(t_.clusters[c].parent) + 1;
+        done[c] = true;
+      }
+      return t_.clusters[c].depth;
+    };
+    for (uint32_t c = 0; c < t_.clusters.size(); ++c) depth(c);
   }
 
   void summarize() {

@@ -228,6 +228,8 @@ TEST_CASE("a generated rank of some 14k ops: every cluster bounded, every layout
   const Program& p = *job->programs[0];
   ViewGraph g = buildProgramGraph(p, false);
   ClusterOptions o;
+  o.max_items = 200;
+  o.chunk = 100;
   ClusterTree t = buildClusters(g, o);
   size_t ops = 0;
   for (const auto& b : p.blocks) ops += b->ops.size();
@@ -236,11 +238,20 @@ TEST_CASE("a generated rank of some 14k ops: every cluster bounded, every layout
   size_t items = 0;
   for (const Cluster& c : t.clusters) {
     items += c.items.size();
-    if (&c != &t.clusters[0]) CHECK(c.items.size() <= o.max_items);  // the root holds one box per layer
+    CHECK(c.items.size() <= o.max_items);
     Edges e;
     for (const ClusterEdge& x : c.edges) e.emplace_back(x.from, x.to);
     checkLayout(static_cast<uint32_t>(c.items.size()), e, c.layout);
   }
   CHECK(items == ops + t.clusters.size() - 1);  // each op and each cluster but the root is one item
-  CHECK(t.clusters[0].items.size() >= 250);
+  // 250 layers + final_norm, loss, optimizer at the top: more than 200, so the layers are grouped
+  // 100 a box and the other three stay as they are.
+  std::vector<std::string> top;
+  for (const ClusterItem& i : t.clusters[0].items) top.push_back(t.clusters[i.id].name);
+  CHECK(top == std::vector<std::string>{"layer_0 \u2026 layer_99", "layer_100 \u2026 layer_199", "layer_200 \u2026 layer_249",
+                                        "final_norm", "loss", "optimizer"});
+  const Cluster& first = t.clusters[t.clusters[0].items[0].id];
+  CHECK(first.items.size() == 100);
+  CHECK(t.clusters[first.items[0].id].name == "layer_0");
+  CHECK(t.clusters[first.items[0].id].depth == 2);
 }
