@@ -5,7 +5,9 @@
 #     labelled, and the screenshot (PNG) shows them (cluster fill colour in many pixels);
 #  2. a scripted click expands a cluster: the page's #click=NAME hook dispatches a real click
 #     event on the box, and the DOM then shows that cluster's ops, as many as its box counted;
-#  3. a search centres and details an op (inputs, dims_mapping) and highlights its producer.
+#  3. a search centres and details an op (inputs, dims_mapping) and highlights its producer;
+#  4. the diff page against the job's rewrite opens the clusters holding changes, colours removed
+#     and added ops and leaves unchanged clusters closed.
 # The page is read with --dump-dom after its script ran (it marks <body data-ready="ready">).
 # Skips (exit 77) without Chromium. Set SPOPT_KEEP_SCREENSHOTS=DIR to keep the PNGs.
 # Usage: cluster_view.sh SP_OPT SOURCE_DIR
@@ -80,6 +82,18 @@ grep -q 'id="gv-panel" class="gv-panel" data-op="[0-9]*"' "$work/search.html" ||
 grep -q 'dims_mapping' "$work/search.html" || fail "the details show no dims_mapping"
 grep -q 'class="gv-op gv-sel"\|class="gv-op gv-comm gv-sel"' "$work/search.html" || fail "the found op is not selected"
 grep -q 'gv-prod' "$work/search.html" || fail "the found op's producer is not highlighted"
+
+# 4. The diff page is the same view: clusters holding changes start open, removed and added ops
+#    are coloured, clusters without changes stay closed.
+"$sp_opt" rewrite "$job" "$work/after.json" >/dev/null 2>&1 || fail "sp-opt rewrite failed"
+"$sp_opt" diff "$job" "$work/after.json" --format html -o "$work/d.html"
+[ $? -eq 1 ] || fail "sp-opt diff --format html did not report a difference"
+cp "$work/d.html" "$work/g.html"
+dom "" "$work/diff.html"
+grep -q "data-name=\"$first\" data-path=\"$first\" data-open=\"1\"" "$work/diff.html" || fail "the diff does not open $first, which holds changes"
+grep -q 'fill="#f5b8b8"' "$work/diff.html" || fail "the diff shows no removed op"
+grep -q 'fill="#b8ecb8"' "$work/diff.html" || fail "the diff shows no added op"
+grep -q 'data-name="optimizer" data-path="optimizer" data-open="0"' "$work/diff.html" || fail "the unchanged optimizer cluster is not closed"
 
 if [ -n "${SPOPT_KEEP_SCREENSHOTS:-}" ]; then cp "$work"/*.png "$SPOPT_KEEP_SCREENSHOTS"/; fi
 echo "PASS cluster_view"
