@@ -16,7 +16,7 @@ const char* const kGraphPageCss = R"CSS(
 .gv-t0 { font: bold 13px Helvetica, Arial, sans-serif; } .gv-t1 { font: 11px Helvetica, Arial, sans-serif; }
 .gv-t2 { font: 11px Helvetica, Arial, sans-serif; fill: #333; } .gv-t3 { font: 9.5px Helvetica, Arial, sans-serif; fill: #555; }
 .gv-el { font: 9px Helvetica, Arial, sans-serif; fill: #777; pointer-events: none; }
-.gv-cluster, .gv-op, .gv-header { cursor: pointer; }
+.gv-cluster, .gv-op, .gv-header, .gv-header-t { cursor: pointer; }
 .gv-framebox { fill: #fafbfd; stroke: #9aa4b8; stroke-dasharray: 4,2; } .gv-header { fill: #e4e8f0; stroke: #9aa4b8; }
 .gv-badge { transform-box: fill-box; transform-origin: center; transform: scale(var(--gv-inv, 1)); stroke: #333; stroke-width: .6; }
 .gv-sel > rect, .gv-sel > polygon { stroke: #000 !important; stroke-width: 3 !important; }
@@ -198,7 +198,7 @@ function drawCluster(c, ox, oy, lay, g) {
     const f = el('g', {class: 'gv-frame', 'data-cluster': c, 'data-name': cl[C.name], 'data-path': clusterPath(c), 'data-open': 1}, g);
     el('rect', {x: ox, y: oy, width: lay.w, height: lay.h, rx: 10, class: 'gv-framebox'}, f);
     el('rect', {x: ox, y: oy, width: lay.w, height: HEADER, rx: 10, class: 'gv-header'}, f);
-    el('text', {x: ox + 10, y: oy + 15, class: 'gv-t2'}, f).textContent = '\u25be ' + cl[C.name] + ' (' + cl[C.ops] + ' ops)';
+    el('text', {x: ox + 10, y: oy + 15, class: 'gv-t2 gv-header-t'}, f).textContent = '\u25be ' + cl[C.name] + ' (' + cl[C.ops] + ' ops)';
     placed.set('c' + c, {x: ox, y: oy, w: lay.w, h: lay.h, el: f});
   }
   const edges = el('g', {class: 'gv-edges'}, g), nodes = el('g', {}, g);
@@ -428,7 +428,9 @@ svg.addEventListener('click', (e) => {
   if (dragged) { dragged = false; return; }
   const op = e.target.closest('[data-op]'), cl = e.target.closest('[data-cluster]');
   if (op) showOp(+op.dataset.op);
-  else if (cl && (cl.dataset.open === '0' || e.target.classList.contains('gv-header') || e.target.parentNode === cl)) toggle(+cl.dataset.cluster);
+  // A closed box opens from anywhere on it; an open one closes from its header only, so that a
+  // click on empty space inside it does nothing.
+  else if (cl && (cl.dataset.open === '0' || e.target.closest('.gv-header, .gv-header-t'))) toggle(+cl.dataset.cluster);
 });
 function zoomAt(f, px, py) {
   const k = Math.min(8, Math.max(0.02, view.k * f));
@@ -489,7 +491,7 @@ for (const part of decodeURIComponent(location.hash.slice(1)).split('&')) {
     render();
   } else if (key === 'click') {
     const c = byName(value), box = c > 0 && placed.get('c' + c);
-    if (box) box.el.querySelector('rect').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+    if (box) box.el.querySelector(open.has(c) ? '.gv-header' : 'rect').dispatchEvent(new MouseEvent('click', {bubbles: true}));
   } else if (key === 'zoom') {
     zoomAt(+value / view.k, 20, 20);
   } else if (key === 'search') {

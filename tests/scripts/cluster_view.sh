@@ -74,6 +74,8 @@ shown=$(grep -o 'class="gv-op[^"]*" data-op=' "$work/open2.html" | wc -l)
 echo "$first/forward: box said $counted ops; opened, the page draws $shown"
 [ -n "$counted" ] && [ "$shown" -eq "$counted" ] || fail "opened $first/forward shows $shown ops, its box counted ${counted:-?}"
 grep -q 'data-type="c_allgather"' "$work/open2.html" || fail "the open layer does not show its collective"
+dom "#click=$first&click=$first" "$work/closed.html"
+grep -q "data-name=\"$first\" data-path=\"$first\" data-open=\"0\"" "$work/closed.html" || fail "a click on the open $first's header did not close it"
 chrome --screenshot="$work/expanded.png" "file://$work/g.html#click=$first&click=$first/forward" >/dev/null
 
 # 3. Search: the op that writes linear_0.tmp_0 is shown with its details and its producer marked.
