@@ -255,3 +255,17 @@ TEST_CASE("a generated rank of some 14k ops: every cluster bounded, every layout
   CHECK(t.clusters[first.items[0].id].name == "layer_0");
   CHECK(t.clusters[first.items[0].id].depth == 2);
 }
+
+TEST_CASE("the page's embedded data cannot end its script element early", "[views][clusters]") {
+  std::string vars = join({var("x"), var("a</script><b>")});
+  auto job = makeJob({{vars, join({op("relu", "x", "a</script><b>", R"({"op_namescope":"/odd \"scope\"/","op_role":0})")})}});
+  ViewGraph g = buildProgramGraph(*job->programs[0], false);
+  ClusterTree t = buildClusters(g);
+  REQUIRE(t.clusters.size() == 2);
+  CHECK(t.clusters[1].name == "odd \"scope\"");
+  std::string page = graphPageSection({{0, &g, &t}}, GraphPageOptions{});
+  size_t closes = 0;
+  for (size_t at = page.find("</script>"); at != std::string::npos; at = page.find("</script>", at + 1)) ++closes;
+  CHECK(closes == 2);  // the data element's and the script's own
+  CHECK(page.find("a\\u003c/script>\\u003cb>") != std::string::npos);
+}
