@@ -32,7 +32,8 @@ struct Options {
   bool bus_factors = false;
   int fold = 3;
   int context = 1;
-  size_t max_nodes = 2000;
+  size_t max_nodes = 300;
+  size_t all_ranks_max_ops = 20000;
 };
 
 bool useColor(const Options& o) {
@@ -74,11 +75,17 @@ int runDiff(const Options& o) {
   } else {
     if (diff.ranks.empty()) throw InputError(o.before, "", "neither job has any program to draw");
     const RankDiff& r = rankToDraw(diff);
-    ViewGraph g = buildDiffGraph(r, o.bus_factors);
-    foldAwayFromChanges(g, static_cast<size_t>(o.context), static_cast<size_t>(o.fold));
-    std::string title = "rank " + std::to_string(r.rank) + ": " + o.before + " -> " + o.after;
-    GraphDrawing drawing{graphToDot(g, title), g.nodes.size(), o.max_nodes};
-    text = o.format == "dot" ? drawing.dot : renderDiffHtml(diff, r, drawing);
+    if (o.format == "dot") {
+      ViewGraph g = buildDiffGraph(r, o.bus_factors);
+      foldAwayFromChanges(g, static_cast<size_t>(o.context), static_cast<size_t>(o.fold));
+      text = graphToDot(g, "rank " + std::to_string(r.rank) + ": " + o.before + " -> " + o.after);
+    } else {
+      HtmlGraphOptions html;
+      html.bus_factors = o.bus_factors;
+      html.open_budget = o.max_nodes;
+      html.all_ranks_max_ops = o.all_ranks_max_ops;
+      text = renderDiffHtml(diff, r, html);
+    }
   }
   spdlog::debug("rendered {} in {:.3f} s", o.format, lap());
   writeOutput(o.output, text);
@@ -99,11 +106,14 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                        sub.add_flag("--bus-factors", o->bus_factors,
                                     "Label collectives in op listings and graphs with their ring traffic (all-reduce 2(n-1)/n x payload, ...) instead of their payload");
                        sub.add_option("--fold", o->fold,
-                                      "dot/html: fold runs of at least N unchanged ops away from changes into one node (0: never)")
+                                      "dot: fold runs of at least N unchanged ops away from changes into one node (0: never)")
                            ->check(CLI::NonNegativeNumber);
-                       sub.add_option("--context", o->context, "dot/html: unchanged ops up to N hops from a change stay drawn (default 1)")
+                       sub.add_option("--context", o->context, "dot: unchanged ops up to N hops from a change stay drawn (default 1)")
                            ->check(CLI::NonNegativeNumber);
-                       sub.add_option("--max-nodes", o->max_nodes, "html: draw the graph only up to this many nodes (default 2000)");
+                       sub.add_option("--max-nodes", o->max_nodes,
+                                      "html: clusters holding changes start open while at most this many boxes show (default 300)");
+                       sub.add_option("--all-ranks-max-ops", o->all_ranks_max_ops,
+                                      "html: embed every rank (rank picker) while both jobs have at most this many ops in all (default 20000)");
                        return [o] { return runDiff(*o); };
                      }}};
 

@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,7 @@ namespace {
 // The result of running a filter program: its exit status and what it printed.
 struct FilterResult {
   int status = 0;  // as from waitpid
+  bool timed_out = false;
   std::string out, err;
 };
 
@@ -63,7 +66,8 @@ class Pipe {
 
 // Feeds `input` to the program's stdin while draining its stdout and stderr (poll, so that
 // neither side blocks on a full pipe), then waits for it.
-FilterResult runFilter(const std::string& exe, const std::vector<std::string>& args, std::string_view input) {
+FilterResult runFilter(const std::string& exe, const std::vector<std::string>& args, std::string_view input, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   Pipe in, out, err;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -97,7 +101,14 @@ FilterResult runFilter(const std::string& exe, const std::vector<std::string>& a
     if (in.fd[1] >= 0) fds[n++] = {in.fd[1], POLLOUT, 0};
     if (out.fd[0] >= 0) fds[n++] = {out.fd[0], POLLIN, 0};
     if (err.fd[0] >= 0) fds[n++] = {err.fd[0], POLLIN, 0};
-    if (poll(fds, n, -1) < 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      kill(pid, SIGKILL);
+      r.timed_out = true;
+      break;
+    }
+    int ready = poll(fds, n, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -127,12 +138,13 @@ FilterResult runFilter(const std::string& exe, const std::vector<std::string>& a
 
 }  // namespace
 
-std::string dotToSvg(const std::string& dot_text) {
+std::optional<std::string> dotToSvg(const std::string& dot_text, double timeout_s) {
   auto exe = findOnPath("dot");
   if (!exe)
     throw InputError("dot", "", "Graphviz's dot is not on PATH; install it (Debian: apt-get install graphviz) "
                                 "or use --format dot");
-  FilterResult r = runFilter(*exe, {"dot", "-Tsvg"}, dot_text);
+  FilterResult r = runFilter(*exe, {"dot", "-Tsvg"}, dot_text, timeout_s);
+  if (r.timed_out) return std::nullopt;
   if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
     std::string why = WIFEXITED(r.status) ? "exit status " + std::to_string(WEXITSTATUS(r.status))
                                           : "killed by signal " + std::to_string(WTERMSIG(r.status));

@@ -20,7 +20,7 @@ std::string escapeHtml(std::string_view text) {
   return out;
 }
 
-std::string htmlHead(const std::string& title) {
+std::string htmlHead(const std::string& title, const std::string& extra_css) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + escapeHtml(title) +
          "</title>\n<style>\n"
          "body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 1.2em 2em; color: #222; }\n"
@@ -40,7 +40,7 @@ std::string htmlHead(const std::string& title) {
          "td.up { color: #b02020; } td.down { color: #1e7a1e; }\n"
          "pre.changes { background: #fafafa; border: 1px solid #e4e4e4; padding: .6em; overflow: auto; font-size: .88em; }\n"
          ".del { color: #b01818; } .add { color: #187818; } .chg { color: #946000; } .hdr { font-weight: bold; }\n"
-         "</style>\n</head>\n<body>\n";
+         + extra_css + "</style>\n</head>\n<body>\n";
 }
 
 std::string htmlTail() { return "</body>\n</html>\n"; }
@@ -57,7 +57,7 @@ std::string graphBox(const std::string& svg) {
          "<div class=\"graph\">\n" + inlineSvg(svg) + "</div>\n";
 }
 
-std::string graphLegend(bool diff) {
+std::string graphLegend(bool diff, bool clustered) {
   std::string out = "<div class=\"legend\">";
   auto item = [&](ViewStatus s, const char* what) {
     out += std::string("<span><i style=\"background:") + statusFill(s) + ";border-color:" + statusStroke(s) + "\"></i>" +
@@ -70,6 +70,12 @@ std::string graphLegend(bool diff) {
     item(ViewStatus::Unchanged, "unchanged");
   } else {
     item(ViewStatus::Unchanged, "op");
+  }
+  if (clustered) {
+    out += "<span>hexagon: collective (outline and badge colour: its ring)</span>"
+           "<span>box with a count: a cluster (name scope / phase), click to open</span>"
+           "<span>dashed edge: data flowing back up (backward)</span></div>\n";
+    return out;
   }
   out += "<span>hexagon: collective (ring, bytes)</span><span>ellipse: program input / fetched var</span>";
   out += "<span>dashed box: folded ops</span></div>\n";

@@ -10,8 +10,8 @@ namespace spopt {
 
 std::string escapeHtml(std::string_view text);
 
-// "<!DOCTYPE html>... <body>" with the page's CSS, and the closing tags.
-std::string htmlHead(const std::string& title);
+// "<!DOCTYPE html>... <body>" with the page's CSS (and `extra_css`), and the closing tags.
+std::string htmlHead(const std::string& title, const std::string& extra_css = "");
 std::string htmlTail();
 
 // The SVG document that `dot -Tsvg` printed, reduced to its <svg> element (no XML prolog or
@@ -21,8 +21,8 @@ std::string inlineSvg(const std::string& svg_document);
 // The graph in a box, scaled to the window's width unless the reader unticks "fit to width".
 std::string graphBox(const std::string& svg_document);
 
-// A colour key for the graph's node statuses.
-std::string graphLegend(bool diff);
+// A colour key for the graph's node statuses; `clustered`: the keys of the clustered view.
+std::string graphLegend(bool diff, bool clustered = false);
 
 // One row of the collectives table: a label and before/after statistics.
 struct CommRow {

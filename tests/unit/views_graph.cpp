@@ -3,6 +3,7 @@
 #include "diff_helpers.h"
 #include "support/error.h"
 #include "views/graph_dot.h"
+#include "views/graph_svg.h"
 #include "views/graphviz.h"
 #include "views/view_graph.h"
 
@@ -116,13 +117,29 @@ TEST_CASE("Graphviz runs as a filter and its failures are reported", "[views][gr
     WARN("Graphviz's dot is not installed: skipping the rendering checks");
     return;
   }
-  std::string svg = dotToSvg("digraph { a -> b }");
-  CHECK(svg.find("<svg") != std::string::npos);
-  CHECK_THROWS_AS(dotToSvg("digraph { a -> "), InputError);
+  auto svg = dotToSvg("digraph { a -> b }", 60);
+  REQUIRE(svg);
+  CHECK(svg->find("<svg") != std::string::npos);
+  CHECK_THROWS_AS(dotToSvg("digraph { a -> ", 60), InputError);
   // Larger than a pipe buffer both ways: the filter must not deadlock.
   std::string big = "digraph {\n";
   for (int i = 0; i < 3000; ++i) big += "  n" + std::to_string(i) + " -> n" + std::to_string(i + 1) + ";\n";
-  CHECK(dotToSvg(big + "}\n").size() > 100000);
+  auto big_svg = dotToSvg(big + "}\n", 120);
+  REQUIRE(big_svg);
+  CHECK(big_svg->size() > 100000);
+  // Past its time limit dot is killed and the caller told so (it falls back to its own layout).
+  CHECK_FALSE(dotToSvg(big + "}\n", 0.001).has_value());
+}
+
+TEST_CASE("the fallback SVG draws every node of the graph", "[views][graph]") {
+  auto job = makeJob({chain(5, false)});
+  ViewGraph g = buildProgramGraph(*job->programs[0], false);
+  std::string svg = layeredSvg(g, "t");
+  CHECK(svg.rfind("<svg", 0) == 0);
+  size_t rects = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
+  CHECK(rects == g.nodes.size());
+  CHECK(svg.find(">gelu<") != std::string::npos);
 }
 
 TEST_CASE("a diff graph folds what lies away from the changes", "[views][graph]") {
