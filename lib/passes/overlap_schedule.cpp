@@ -203,6 +203,7 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
         if (indeg[i] == 0 && !released[i]) release(i);
       }
       // Issue every collective whose ring has room, as early as its inputs allow.
+      bool any_issued = false;
       for (bool issued = true; issued;) {
         issued = false;
         for (size_t k = 0; k < ready_colls.size(); ++k) {
@@ -219,11 +220,14 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
           ready_colls[k] = ready_colls.back();
           ready_colls.pop_back();
           complete(c);
-          issued = true;
+          issued = any_issued = true;
           break;
         }
       }
       if (order.size() == n) break;
+      // Issuing may have completed the lowest unscheduled ops: move the window's edge first, or
+      // the ops it now admits would be missing below.
+      if (any_issued) continue;
       while (!waiting.empty() && std::get<0>(waiting.top()) <= now) {
         auto [r, f, l, i] = waiting.top();
         available.emplace(f, l, i);

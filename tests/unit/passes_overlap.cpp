@@ -62,6 +62,25 @@ TEST_CASE("the scheduler keeps one ring's collectives in order and respects in-p
   CHECK(at(region[0]) < at(region[1]));
 }
 
+TEST_CASE("a small window admits the ops that issued collectives uncover", "[passes][overlap]") {
+  // Found on gen gpt --tp 4 --layers 1 under a memory-capped window of 2: the two all-reduces
+  // complete the lowest ops; the window must move on to the relu before the scheduler decides it
+  // has nothing to run (it used to stop with "no op can be scheduled").
+  auto job = job1(
+      "    {Out=[g]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[g1]} = c_allreduce_sum(X=[g]) {ring_id=0, op_role=1}\n"
+      "    {Out=[g2]} = c_allreduce_sum(X=[g]) {ring_id=0, op_role=1}\n"
+      "    {Out=[c]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[d]} = relu(X=[g1]) {op_role=1}\n",
+      "    var a : float32[4]\n    var g : float32[4]\n    var g1 : float32[4]\n    var g2 : float32[4]\n"
+      "    var c : float32[4]\n    var d : float32[4]\n");
+  auto region = opsOf(*job);
+  for (size_t window : {1, 2, 3}) {
+    RegionSchedule s = scheduleRegion(region, {1.0, 1.0, 1.0, 1.0, 1.0}, {4, window});
+    CHECK(s.order.size() == region.size());
+  }
+}
+
 TEST_CASE("matmul_v2_grad splits into a dX and a flattened dW GEMM", "[passes][overlap]") {
   auto job = job1(
       "    {X@GRAD=[dx], Y@GRAD=[dw]} = matmul_v2_grad(X=[x], Y=[w], Out@GRAD=[dy]) {trans_x=false, trans_y=false, op_role=1}\n",
