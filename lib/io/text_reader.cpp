@@ -349,7 +349,8 @@ class TextReader : text::Lexer {
       Block& b = *p.blocks[i];
       if (b.parent_idx == -1) continue;
       b.parent = p.block(b.parent_idx);
-      if (!b.parent || b.parent == &b) failAt(parent_at_[i], "parent block " + std::to_string(b.parent_idx) + " does not exist");
+      if (b.parent == &b) failAt(parent_at_[i], "block " + std::to_string(b.idx) + " is its own parent");
+      if (!b.parent) failAt(parent_at_[i], "parent block " + std::to_string(b.parent_idx) + " does not exist");
     }
     for (size_t i = 0; i < p.blocks.size(); ++i) {
       const Block* x = p.blocks[i].get();

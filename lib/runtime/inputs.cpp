@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ir/json_pointer.h"
+#include "support/checked_size.h"
 #include "support/error.h"
 
 namespace spopt::rt {
@@ -34,9 +35,8 @@ ShardLayout shardLayout(const Var& var, int64_t rank) {
   } catch (const std::exception&) {
     fail("a sharded var needs process_mesh.shape and process_mesh.process_ids (integer arrays)");
   }
-  int64_t mesh_size = 1;
-  for (int64_t d : mesh_shape) mesh_size *= d;
-  if (mesh_size != int64_t(ids.size())) fail("process_mesh.shape does not hold process_ids.size() processes");
+  auto mesh_size = checkedNumel(mesh_shape);
+  if (!mesh_size || *mesh_size != int64_t(ids.size()) || *mesh_size == 0) fail("process_mesh.shape does not hold process_ids.size() processes");
   int64_t index = -1;
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] == rank) index = int64_t(i);
@@ -50,9 +50,12 @@ ShardLayout shardLayout(const Var& var, int64_t rank) {
     int64_t m = mapping[i];
     if (m < 0) continue;
     if (m >= int64_t(mesh_shape.size())) fail("dims_mapping names mesh dim " + std::to_string(m) + " of a " + std::to_string(mesh_shape.size()) + "-d mesh");
-    l.global_shape[i] = var.shape[i] * mesh_shape[size_t(m)];
+    auto global = checkedMul(var.shape[i], mesh_shape[size_t(m)]);
+    if (!global) fail("dim " + std::to_string(i) + " of the global shape overflows int64");
+    l.global_shape[i] = *global;
     l.offset[i] = coord[size_t(m)] * var.shape[i];
   }
+  if (!checkedNumel(l.global_shape)) fail("the global shape's element count overflows int64");
   return l;
 }
 
@@ -62,8 +65,7 @@ namespace {
 template <typename F>
 void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f) {
   const size_t nd = local.size();
-  int64_t n = 1;
-  for (int64_t d : local) n *= d;
+  const int64_t n = checkedNumel(local).value_or(0);  // the tensor exists: its count fits
   if (n == 0) return;
   std::vector<int64_t> stride(nd, 1);  // global strides
   for (size_t k = nd; k-- > 1;) stride[k - 1] = stride[k] * l.global_shape[k];
