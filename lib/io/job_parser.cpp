@@ -3,6 +3,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/inlined_vector.h>
 
+#include "io/top_level_scan.h"
 #include "ir/json_text.h"
 #include "support/error.h"
 
@@ -57,6 +58,7 @@ class JobParser::Walker {
   }
 
   void run(const char* text, size_t len, size_t capacity) {
+    whole_ = std::string_view(text, len);
     od::document doc;
     check(parser_.iterate(text, len, capacity).get(doc));
     checkNothingAfter(std::string_view(text, len), doc);
@@ -71,6 +73,7 @@ class JobParser::Walker {
   Arena& arena_;
   std::mutex* shared_;
   ReleaseBehind* release_ = nullptr;
+  std::string_view whole_;  // the whole document, when parsed as one (for "ends early" messages)
   // Interned text: names that repeat (op types, slot and key names) and raw JSON values (attrs and
   // dist_attrs repeat across most ops), mapped from their text in the file to their stored form.
   // A raw value seen before is neither validated nor minified again.
@@ -127,6 +130,15 @@ class JobParser::Walker {
   [[noreturn]] void fail(const std::string& message) const { throw InputError(name_, pointer(), message); }
   void check(simdjson::error_code err) const {
     if (!err) return;
+    if ((err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING) && !whole_.empty()) {
+      // The structural index knows the document is cut, not where: walk it for the place.
+      OpenAtEnd end = openAtEnd(whole_);
+      if (end.open) {
+        const char* what = end.open == '"' ? "a string" : end.open == '{' ? "an object" : "an array";
+        throw InputError(name_, end.pointer, "malformed JSON: the document ends at byte " + std::to_string(whole_.size()) +
+                                                 " inside " + what + " (truncated file?)");
+      }
+    }
     switch (err) {
       case simdjson::EMPTY: fail("empty file: expected a JSON object");
       case simdjson::DEPTH_ERROR: fail("JSON nested too deeply (over 1024 levels)");

@@ -5,6 +5,7 @@
 
 #include "analysis/collectives.h"
 #include "analysis/ring_order.h"
+#include "analysis/split_sections.h"
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
 #include "support/checked_size.h"
@@ -18,6 +19,12 @@ std::string shapeText(const Var& v) {
     if (i) s += ",";
     s += std::to_string(v.shape[i]);
   }
+  return s + "]";
+}
+
+std::string intList(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
   return s + "]";
 }
 
@@ -219,7 +226,22 @@ class Verifier {
     }
     if (total != x->shape[axis])
       return report(opPtr(op), "split outputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but input " + shapeText(*x) + " has " + std::to_string(x->shape[axis]));
+    // sections, with its -1 resolved (analysis/split_sections.h), must give the outputs' sizes:
+    // replay's kernel splits by it.
     auto num = op.attrs.getInt("num");
+    auto sections = op.attrs.getIntArray("sections");
+    if (sections && !sections->empty() && !(num && *num > 0)) {
+      std::string why;
+      auto resolved = resolveSplitSections(*sections, x->shape[axis], &why);
+      if (!resolved) return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " " + why + " (" + std::to_string(x->shape[axis]) + " along axis " + std::to_string(axis) + ")");
+      if (resolved->size() != outs->args.size())
+        return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " give " + std::to_string(resolved->size()) + " parts but it has " + std::to_string(outs->args.size()) + " outputs");
+      for (size_t i = 0; i < resolved->size(); ++i)
+        if ((*resolved)[i] != outs->args[i].var->shape[axis])
+          return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " give part " + std::to_string(i) + " " +
+                                                           std::to_string((*resolved)[i]) + " rows along axis " + std::to_string(axis) + ", but output \"" +
+                                                           std::string(outs->args[i].var->name) + "\" has " + std::to_string(outs->args[i].var->shape[axis]));
+    }
     if (num && *num > 0 && *num != int64_t(outs->args.size()))
       report(opPtr(op) + "/attrs/num", "split num is " + std::to_string(*num) + " but it has " + std::to_string(outs->args.size()) + " outputs");
     if (num && *num > 0 && x->shape[axis] % *num != 0)
