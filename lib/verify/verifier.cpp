@@ -9,6 +9,7 @@
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
 #include "support/checked_size.h"
+#include "verify/sharding.h"
 
 namespace spopt {
 namespace {
@@ -112,7 +113,10 @@ class Verifier {
 
   void checkBlock(const Program& p, const Block& b) {
     for (const auto& v : b.vars)
-      if (!v->removed) checkVarSize(*v);
+      if (!v->removed) {
+        checkVarSize(*v);
+        checkSharding(p, *v);
+      }
     for (const Op& op : b.ops) {
       if (problems_.size() >= opts_.max_problems) return;  // messages walk the block: stay linear
       bool resolved = true;
@@ -143,6 +147,19 @@ class Verifier {
     std::string why = n ? std::to_string(*n) + " elements x " + std::to_string(dtypeSize(v.dtype)) + " bytes overflow int64"
                         : "its element count overflows int64";
     report(varPointer(v) + "/shape", "var \"" + std::string(v.name) + "\" " + shapeText(v) + ": " + why);
+  }
+
+  // Replay slices a sharded program input by its dims_mapping and mesh (runtime/inputs.cpp): the
+  // same parse, checked here (verify/sharding.h).
+  void checkSharding(const Program& p, const Var& v) {
+    if (!v.hasDistAttr()) return;
+    std::string problem;
+    auto s = varSharding(v, &problem);
+    if (!problem.empty()) return report(varPointer(v) + "/dist_attr", problem);
+    if (!s) return;
+    for (int64_t id : s->process_ids)
+      if (id == p.rank) return;
+    report(varPointer(v) + "/dist_attr/process_mesh", "var \"" + std::string(v.name) + "\" is sharded over a mesh without rank " + std::to_string(p.rank) + ", whose program declares it");
   }
 
   void checkCollective(const Program& p, const Op& op, const Collective& c) {
