@@ -36,7 +36,7 @@ void planAndReplay(const spopt::Job& job) {
   for (const auto& p : job.programs) {
     spopt::MemoryProfile m = spopt::profileMemory(*p);
     (void)m;
-    spopt::rt::BlockLiveness live = spopt::rt::computeLiveness(*p);
+    spopt::BlockLiveness live = spopt::rt::computeLiveness(*p);
     (void)live;
     for (const auto& b : p->blocks) ops += b->ops.size();
   }
