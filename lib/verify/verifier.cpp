@@ -59,6 +59,7 @@ class Verifier {
   const Job& job_;
   const VerifyOptions& opts_;
   std::vector<Diagnostic> problems_;
+  ShardingCache shardings_;
 
   void report(std::string pointer, std::string message) {
     if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
@@ -154,7 +155,7 @@ class Verifier {
   void checkSharding(const Program& p, const Var& v) {
     if (!v.hasDistAttr()) return;
     std::string problem;
-    auto s = varSharding(v, &problem);
+    auto s = varSharding(v, &problem, &shardings_);
     if (!problem.empty()) return report(varPointer(v) + "/dist_attr", problem);
     if (!s) return;
     for (int64_t id : s->process_ids)
