@@ -1,9 +1,8 @@
 #include "io/job_parser.h"
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/inlined_vector.h>
 
-#include "io/top_level_scan.h"
+#include "io/json_checks.h"
 #include "ir/json_text.h"
 #include "support/error.h"
 
@@ -14,12 +13,6 @@ namespace od = simdjson::ondemand;
 
 constexpr int64_t kMaxDim = int64_t(1) << 40;  // a dim beyond this is absurd, not a tensor
 constexpr int64_t kMaxRank = 16;
-
-// One step of a JSON pointer: a key, or an array index when key is empty.
-struct PathStep {
-  std::string_view key;
-  int64_t index = -1;
-};
 
 }  // namespace
 
@@ -81,10 +74,7 @@ class JobParser::Walker {
   // A raw compound value: its stored form and, when one of its objects repeats a key, where
   // (relative pointer) and which key. Unknown values keep their repeats (the writer reproduces
   // them byte for byte); attrs and dist_attrs, which the format defines, refuse them.
-  struct RawValue {
-    std::string_view kept;
-    std::string_view duplicate_at, duplicate_key;
-  };
+  struct RawValue { std::string_view kept, duplicate_at, duplicate_key; };
   absl::flat_hash_map<std::string_view, RawValue> raws_;
   const RawValue* last_raw_ = nullptr;  // what the last raw() of a compound value found
   std::vector<Slot> slot_buf_;
@@ -115,30 +105,12 @@ class JobParser::Walker {
   }
 
   // ---- errors -------------------------------------------------------------------------------
-  std::string pointer() const {
-    std::string p;
-    for (size_t d = 0; d < depth_; ++d) {
-      const PathStep& s = path_[d];
-      p += '/';
-      if (s.index >= 0)
-        p += std::to_string(s.index);
-      else
-        p += pointerToken(s.key);
-    }
-    return p;
-  }
+  std::string pointer() const { return pointerOf(path_, depth_); }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(name_, pointer(), message); }
   void check(simdjson::error_code err) const {
     if (!err) return;
-    if ((err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING) && !whole_.empty()) {
-      // The structural index knows the document is cut, not where: walk it for the place.
-      OpenAtEnd end = openAtEnd(whole_);
-      if (end.open) {
-        const char* what = end.open == '"' ? "a string" : end.open == '{' ? "an object" : "an array";
-        throw InputError(name_, end.pointer, "malformed JSON: the document ends at byte " + std::to_string(whole_.size()) +
-                                                 " inside " + what + " (truncated file?)");
-      }
-    }
+    if ((err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING) && !whole_.empty())
+      if (auto cut = endsEarly(whole_)) throw InputError(name_, cut->pointer, cut->message);
     switch (err) {
       case simdjson::EMPTY: fail("empty file: expected a JSON object");
       case simdjson::DEPTH_ERROR: fail("JSON nested too deeply (over 1024 levels)");
@@ -275,39 +247,6 @@ class JobParser::Walker {
     value.kept = kept;
     last_raw_ = &raws_.emplace(kept_text, value).first->second;
     return kept;
-  }
-  // The first object key repeated within `e` (depth first): its pointer relative to `e` and the key.
-  static bool findDuplicateKey(simdjson::dom::element e, std::string& at, std::string& key) {
-    if (e.type() == simdjson::dom::element_type::OBJECT) {
-      simdjson::dom::object o;
-      if (e.get_object().get(o)) return false;
-      absl::InlinedVector<std::string_view, 16> keys;
-      for (auto [k, v] : o) {
-        for (std::string_view seen : keys)
-          if (seen == k) {
-            at = "/" + pointerToken(k);
-            key = std::string(k);
-            return true;
-          }
-        keys.push_back(k);
-        if (findDuplicateKey(v, at, key)) {
-          at = "/" + pointerToken(k) + at;
-          return true;
-        }
-      }
-    } else if (e.type() == simdjson::dom::element_type::ARRAY) {
-      simdjson::dom::array a;
-      if (e.get_array().get(a)) return false;
-      size_t i = 0;
-      for (simdjson::dom::element x : a) {
-        if (findDuplicateKey(x, at, key)) {
-          at = "/" + std::to_string(i) + at;
-          return true;
-        }
-        ++i;
-      }
-    }
-    return false;
   }
   void validateScalar(od::value& v, od::json_type t) {
     switch (t) {
@@ -597,11 +536,8 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view name = word(key(field));
       Scope s(*this, name);
-      for (const Slot& seen : slot_buf_)
-        if (seen.name == name) {
-          slot_buf_.clear();
-          fail("duplicate key \"" + std::string(name) + "\"");
-        }
+      for (const Slot& seen : slot_buf_)  // failing fails the whole load: slot_buf_ needs no clearing
+        if (seen.name == name) fail("duplicate key \"" + std::string(name) + "\"");
       Slot& slot = slot_buf_.emplace_back();
       slot.name = name;
       int64_t i = 0;
