@@ -90,7 +90,26 @@ int reportCurrentError(rt::Backend& backend) {
 
 namespace spopt::app {
 
-void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream) {
+rt::MemoryBudget memoryBudget(const std::string& memory_limit, const rt::Backend& backend, const std::vector<int64_t>& ranks) {
+  if (!memory_limit.empty()) {
+    auto bytes = rt::parseByteSize(memory_limit);
+    if (!bytes) throw InputError("--memory-limit", "", "\"" + memory_limit + "\" is not a byte count (e.g. 8G, 512M, 1000000)");
+    return {*bytes, "--memory-limit"};
+  }
+  if (backend.name() == "nccl") return {};
+  auto available = rt::availableMemory();
+  if (!available) return {};
+  // Under mpi each process hosts one rank and shares the machine with the others on it.
+  int hosted = int(backend.hostedRanks(ranks).size());
+  int on_host = std::max(backend.ranksOnHost(hosted), 1);
+  int64_t share = on_host > hosted ? int64_t(double(*available) * hosted / on_host) : *available;
+  return {share, on_host > hosted ? "this process's share of MemAvailable; set --memory-limit" : "MemAvailable; set --memory-limit"};
+}
+
+void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit) {
+  sub.add_option("--memory-limit", memory_limit,
+                 "BYTES (8G, 512M, ...): refuse, before allocating, a job whose buffers at their peak exceed it "
+                 "(default: the machine's available memory; 0: no limit)");
   sub.add_option("--timeout", timeout_s, "Seconds any rank waits for a collective or another of its streams")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

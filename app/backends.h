@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "runtime/memory_budget.h"
 
 namespace CLI {
 class App;
@@ -24,8 +25,14 @@ rt::LinkModel parseLink(const std::string& text, const std::string& backend);
 // OpenBLAS at its full width and no gate (the behaviour before the budget, for benchmarks).
 void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks);
 
-// The options replay and check share for how ranks run: --timeout, --link, --single-stream.
-void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream);
+// The options replay and check share for how ranks run: --timeout, --link, --single-stream,
+// --memory-limit.
+void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit);
+
+// The memory budget of this process's ranks (runtime/memory_budget.h): --memory-limit BYTES when
+// given ("0": none), else the machine's available memory shared by the ranks running on it (nccl:
+// none by default, its buffers live on the GPUs). Throws InputError for a malformed value.
+rt::MemoryBudget memoryBudget(const std::string& memory_limit, const rt::Backend& backend, const std::vector<int64_t>& ranks);
 
 // Call from a catch block while `backend` lives: reports the exception being handled and returns
 // its exit code. Under mpi only rank 0 prints, and no process may exit before it has.

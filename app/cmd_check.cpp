@@ -21,7 +21,7 @@ struct Options {
   std::string before, after, backend = "local", backend_after, inputs;
   uint64_t seed = 0;
   double rtol = 1e-5, atol = 1e-6, timeout_s = 60;
-  std::string link;
+  std::string link, memory_limit;
   bool single_stream = false;
 };
 
@@ -67,6 +67,8 @@ int runCheck(const Options& o) {
     for (const auto* job : {before.get(), after.get()}) rt::checkOpsReplayable(*job);
     for (const auto* job : {before.get(), after.get()})
       for (const auto& p : job->programs) rt::checkReplayable(*p);
+    // BEFORE's results are kept while AFTER runs: both jobs' peaks count.
+    rt::checkMemoryBudget({before.get(), after.get()}, backend->hostedRanks(ranks), memoryBudget(o.memory_limit, *backend, ranks));
     rt::ExecOptions eo{o.seed, o.inputs, false};
     eo.single_stream = o.single_stream;
     eo.timeout = timeout;
@@ -158,7 +160,7 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
                        sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
-                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream);
+                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit);
                        return [o] { return runCheck(*o); };
                      }}};
 

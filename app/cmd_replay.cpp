@@ -22,7 +22,7 @@ struct Options {
   std::string job, backend = "local", dump, trace, inputs;
   uint64_t seed = 0;
   double timeout_s = 60;
-  std::string link;
+  std::string link, memory_limit;
   bool single_stream = false;
   bool blas_probe = false;
 };
@@ -53,6 +53,7 @@ int runReplay(const Options& o) {
     auto ranks = rt::replayRanks(*job);
     rt::checkOpsReplayable(*job);
     for (const auto& p : job->programs) rt::checkReplayable(*p);
+    rt::checkMemoryBudget({job.get()}, backend->hostedRanks(ranks), memoryBudget(o.memory_limit, *backend, ranks));
     rt::ExecOptions eo{o.seed, o.inputs, !o.trace.empty()};
     eo.single_stream = o.single_stream;
     eo.timeout = timeout;
@@ -121,7 +122,7 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");
                        sub.add_option("--trace", o->trace, "Write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
-                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream);
+                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit);
                        sub.add_flag("--blas-probe", o->blas_probe, "Print the OpenBLAS core and its sgemm GFLOP/s, then exit");
                        return [o] { return runReplay(*o); };
                      }}};

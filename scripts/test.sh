@@ -27,7 +27,7 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
 fi
 
 if command -v clang++ >/dev/null; then
-  echo "== libFuzzer over loader + verifier + writer (${FUZZ_SECONDS:-60} s)"
+  echo "== libFuzzer over loader + verifier + writer + replay planning (${FUZZ_SECONDS:-60} s)"
   cmake -S . -B build-fuzz -DSPOPT_FUZZ=ON -DSPOPT_NCCL=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
   cmake --build build-fuzz -j"$JOBS" --target fuzz-loader fuzz-text-reader

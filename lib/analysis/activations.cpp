@@ -2,7 +2,9 @@
 
 #include <unordered_map>
 
+#include "analysis/memory.h"
 #include "analysis/no_need_buffer.h"
+#include "support/checked_size.h"
 #include "ir/op_role.h"
 
 namespace spopt {
@@ -51,11 +53,12 @@ ActivationReport activationMemory(const Program& p) {
           auto [it, fresh] = layer_index.try_emplace(layer, r.layers.size());
           if (fresh) r.layers.push_back({layer, 0, {}, {}});
           LayerActivations& l = r.layers[it->second];
-          int64_t bytes = v->numel() * int64_t(dtypeSize(v->dtype));
-          l.bytes += bytes;
-          l.by_op[std::string(op.type)] += bytes;
+          int64_t bytes = varBytes(*v);
+          l.bytes = saturatingAdd(l.bytes, bytes);
+          int64_t& by_op = l.by_op[std::string(op.type)];
+          by_op = saturatingAdd(by_op, bytes);
           l.vars.push_back({v, &op, bytes});
-          r.total_bytes += bytes;
+          r.total_bytes = saturatingAdd(r.total_bytes, bytes);
         }
     }
   return r;

@@ -1,6 +1,9 @@
 #include "analysis/comm_stats.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "support/checked_size.h"
 
 namespace spopt {
 
@@ -13,17 +16,18 @@ int64_t groupSize(const Op& op, const Collective& c, const Job& job) {
 std::optional<int64_t> payloadBytes(const Op& op, const Collective& c) {
   const Var* in = op.in(c.in_slot);
   if (!in) return std::nullopt;
-  int64_t numel = in->numel();
-  if (numel < 0) return std::nullopt;
-  return numel * static_cast<int64_t>(dtypeSize(in->dtype));
+  return in->byteSize();  // nullopt: an unknown dim, or a size past int64 (support/checked_size.h)
 }
+
+// In 128 bits, clamped: (n - 1) x payload may pass int64 for a huge ring.
+int64_t clamped(__int128 w) { return w > __int128(INT64_MAX) ? INT64_MAX : int64_t(w); }
 
 int64_t ringTraffic(const Op& op, const Collective& c, const Job& job, int64_t payload) {
   int64_t n = std::max<int64_t>(groupSize(op, c, job), 1);
   switch (c.kind) {
-    case CollectiveKind::AllReduce: return 2 * (n - 1) * payload / n;
-    case CollectiveKind::ReduceScatter: return (n - 1) * payload / n;
-    case CollectiveKind::AllGather: return (n - 1) * payload;
+    case CollectiveKind::AllReduce: return clamped(__int128(2) * (n - 1) * payload / n);
+    case CollectiveKind::ReduceScatter: return clamped(__int128(n - 1) * payload / n);
+    case CollectiveKind::AllGather: return clamped(__int128(n - 1) * payload);
     case CollectiveKind::Broadcast: return payload;
     case CollectiveKind::Identity: return 0;
   }
@@ -45,8 +49,8 @@ void CommStats::add(const Op& op, const Collective& c, const Job& job) {
     ++unknown_size;
     return;
   }
-  payload_bytes += *payload;
-  ring_bytes += ringTraffic(op, c, job, *payload);
+  payload_bytes = saturatingAdd(payload_bytes, *payload);
+  ring_bytes = saturatingAdd(ring_bytes, ringTraffic(op, c, job, *payload));
 }
 
 CommStats commStats(const Program& p) {

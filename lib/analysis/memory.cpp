@@ -1,38 +1,50 @@
 #include "analysis/memory.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace spopt {
 
 int64_t varBytes(const Var& v) {
-  int64_t n = v.numel();
-  return n < 0 ? 0 : n * int64_t(dtypeSize(v.dtype));
+  if (!varBytesKnown(v)) return 0;
+  auto b = v.byteSize();
+  return b ? *b : std::numeric_limits<int64_t>::max();
 }
+
+namespace {
+// Totals are kept in 128 bits and clamped when stored: a job the verifier has not seen (or many
+// vars near the int64 limit) may sum past int64, and a wrapped total would look small.
+using Wide = __int128;
+int64_t clamp(Wide w) { return w > Wide(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max() : int64_t(w); }
+}  // namespace
 
 MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n) {
   MemoryProfile m;
   const Block* b = entryBlockOf(p);
   if (!b) return m;
   const BlockLiveness& bl = live.of(*b);
+  Wide persistable = 0;
   for (const auto& v : b->vars) {
     if (v->removed) continue;
     if (!varBytesKnown(*v)) m.unknown_size.push_back(v.get());
-    if (v->persistable) m.persistable_bytes += varBytes(*v);
+    if (v->persistable) persistable += varBytes(*v);
   }
-  int64_t current = m.persistable_bytes;
+  m.persistable_bytes = clamp(persistable);
+  Wide current = persistable, peak = 0;
   for (const Var* v : bl.live_on_entry) current += varBytes(*v);
-  m.peak_bytes = current;
+  peak = current;
   size_t n = bl.release_after.size();
   m.live_at.resize(n);
   for (size_t i = 0; i < n; ++i) {
     for (const Var* v : bl.born_at[i]) current += varBytes(*v);
-    m.live_at[i] = current;
-    if (m.peak_op < 0 || current > m.peak_bytes) {  // live_at[0] >= the starting bytes
-      m.peak_bytes = current;
+    m.live_at[i] = clamp(current);
+    if (m.peak_op < 0 || current > peak) {  // live_at[0] >= the starting bytes
+      peak = current;
       m.peak_op = int64_t(i);
     }
     for (const Var* v : bl.release_after[i]) current -= varBytes(*v);
   }
+  m.peak_bytes = clamp(peak);
   // The live set at the peak: replay the births and deaths up to it.
   std::vector<char> alive(p.next_var_id, 0);
   for (const auto& v : b->vars)

@@ -1,3 +1,4 @@
+#include "support/checked_size.h"
 #include "gen/options.h"
 
 #include <algorithm>
@@ -37,11 +38,13 @@ void checkOptions(const GenOptions& o) {
   if (o.tp * o.dp > 65536) bad("--tp x --dp = " + std::to_string(o.tp * o.dp) + " ranks is more than 65536");
   // The largest tensors: activations [seq, batch, max(ffn, 3 hidden)] and gpt's scores
   // [batch, heads, seq, seq]. Their element counts must fit int64 with room to spare.
-  using Wide = unsigned __int128;
-  Wide width = Wide(std::max(o.ffnSize(), 3 * o.hidden));
-  Wide biggest = Wide(o.seq) * Wide(o.batch) * width;
-  if (o.model == Model::Gpt) biggest = std::max(biggest, Wide(o.batch) * Wide(o.heads) * Wide(o.seq) * Wide(o.seq));
-  if (biggest > (Wide(1) << 62)) bad("the sizes give a tensor of more than 2^62 elements");
+  // Checked products (support/checked_size.h); a float64 tensor of them fits int64 bytes too.
+  constexpr int64_t kMaxElements = int64_t(1) << 59;
+  int64_t width = std::max(o.ffnSize(), 3 * o.hidden);
+  auto activations = checkedNumel(std::vector<int64_t>{o.seq, o.batch, width});
+  auto scores = o.model == Model::Gpt ? checkedNumel(std::vector<int64_t>{o.batch, o.heads, o.seq, o.seq}) : std::optional<int64_t>(0);
+  if (!activations || !scores || std::max(*activations, *scores) > kMaxElements)
+    bad("the sizes give a tensor of more than 2^59 elements");
   divides("--dp", o.dp, "--batch", o.batch);
   divides("--tp", o.tp, "--ffn", o.ffnSize());
   if (o.sp()) divides("--tp", o.tp, "--seq", o.seq);

@@ -2,6 +2,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "io/json_checks.h"
 #include "ir/json_text.h"
 #include "support/error.h"
 
@@ -12,12 +13,6 @@ namespace od = simdjson::ondemand;
 
 constexpr int64_t kMaxDim = int64_t(1) << 40;  // a dim beyond this is absurd, not a tensor
 constexpr int64_t kMaxRank = 16;
-
-// One step of a JSON pointer: a key, or an array index when key is empty.
-struct PathStep {
-  std::string_view key;
-  int64_t index = -1;
-};
 
 }  // namespace
 
@@ -56,6 +51,7 @@ class JobParser::Walker {
   }
 
   void run(const char* text, size_t len, size_t capacity) {
+    whole_ = std::string_view(text, len);
     od::document doc;
     check(parser_.iterate(text, len, capacity).get(doc));
     checkNothingAfter(std::string_view(text, len), doc);
@@ -70,10 +66,17 @@ class JobParser::Walker {
   Arena& arena_;
   std::mutex* shared_;
   ReleaseBehind* release_ = nullptr;
+  std::string_view whole_;  // the whole document, when parsed as one (for "ends early" messages)
   // Interned text: names that repeat (op types, slot and key names) and raw JSON values (attrs and
   // dist_attrs repeat across most ops), mapped from their text in the file to their stored form.
   // A raw value seen before is neither validated nor minified again.
-  absl::flat_hash_map<std::string_view, std::string_view> words_, raws_;
+  absl::flat_hash_map<std::string_view, std::string_view> words_;
+  // A raw compound value: its stored form and, when one of its objects repeats a key, where
+  // (relative pointer) and which key. Unknown values keep their repeats (the writer reproduces
+  // them byte for byte); attrs and dist_attrs, which the format defines, refuse them.
+  struct RawValue { std::string_view kept, duplicate_at, duplicate_key; };
+  absl::flat_hash_map<std::string_view, RawValue> raws_;
+  const RawValue* last_raw_ = nullptr;  // what the last raw() of a compound value found
   std::vector<Slot> slot_buf_;
   const std::vector<Field>* last_layout_ = nullptr;
   od::parser parser_;
@@ -102,21 +105,12 @@ class JobParser::Walker {
   }
 
   // ---- errors -------------------------------------------------------------------------------
-  std::string pointer() const {
-    std::string p;
-    for (size_t d = 0; d < depth_; ++d) {
-      const PathStep& s = path_[d];
-      p += '/';
-      if (s.index >= 0)
-        p += std::to_string(s.index);
-      else
-        p += pointerToken(s.key);
-    }
-    return p;
-  }
+  std::string pointer() const { return pointerOf(path_, depth_); }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(name_, pointer(), message); }
   void check(simdjson::error_code err) const {
     if (!err) return;
+    if ((err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING) && !whole_.empty())
+      if (auto cut = endsEarly(whole_)) throw InputError(name_, cut->pointer, cut->message);
     switch (err) {
       case simdjson::EMPTY: fail("empty file: expected a JSON object");
       case simdjson::DEPTH_ERROR: fail("JSON nested too deeply (over 1024 levels)");
@@ -209,6 +203,7 @@ class JobParser::Walker {
   // Any JSON value, kept as compact raw text. Compound values are fully validated (on-demand
   // skipping alone would let `[1, tru]` through) and minified when they hold whitespace.
   std::string_view raw(od::value v) {
+    last_raw_ = nullptr;
     od::json_type t = od::json_type::null;
     check(v.type().get(t));
     std::string_view text;
@@ -228,9 +223,18 @@ class JobParser::Walker {
       return store(text);
     }
     auto it = raws_.find(text);
-    if (it != raws_.end()) return it->second;
+    if (it != raws_.end()) {
+      last_raw_ = &it->second;
+      return it->second.kept;
+    }
     simdjson::dom::element el;
     check(validator_.parse(text.data(), text.size()).get(el));
+    RawValue value;
+    std::string at, dup;
+    if (findDuplicateKey(el, at, dup)) {
+      value.duplicate_at = store(at);
+      value.duplicate_key = store(dup);
+    }
     bool has_space = false;
     for (char c : text) has_space |= (c == ' ' || c == '\n' || c == '\t' || c == '\r');
     std::string_view kept_text = store(text), kept = kept_text;
@@ -240,7 +244,8 @@ class JobParser::Walker {
       check(simdjson::minify(text.data(), text.size(), minified.data(), len));
       kept = store(std::string_view(minified.data(), len));
     }
-    raws_.emplace(kept_text, kept);
+    value.kept = kept;
+    last_raw_ = &raws_.emplace(kept_text, value).first->second;
     return kept;
   }
   void validateScalar(od::value& v, od::json_type t) {
@@ -269,7 +274,10 @@ class JobParser::Walker {
     od::json_type t = od::json_type::null;
     check(v.type().get(t));
     if (t != od::json_type::object) fail(std::string("expected an object ") + what);
-    return JsonObject::fromCompactText(raw(v));
+    std::string_view text = raw(v);
+    if (last_raw_ && !last_raw_->duplicate_key.empty())
+      throw InputError(name_, pointer() + std::string(last_raw_->duplicate_at), "duplicate key \"" + std::string(last_raw_->duplicate_key) + "\"");
+    return JsonObject::fromCompactText(text);
   }
   std::vector<int64_t> intArray(od::value v, const char* what) {
     std::vector<int64_t> out;
@@ -284,6 +292,14 @@ class JobParser::Walker {
   }
 
   // ---- entities -----------------------------------------------------------------------------
+  // Every object the format defines refuses a repeated key (JSON leaves its meaning open: some
+  // readers keep the first, some the last). Called with the key's Scope open, so the pointer
+  // names it. An entity has a handful of keys: a scan of those seen is the cheapest check.
+  void noDuplicate(const Fields& f, std::string_view k) {
+    for (const Field& x : f)
+      if (x.key == k) fail("duplicate key \"" + std::string(k) + "\"");
+  }
+
   void require(const Fields& f, std::initializer_list<std::string_view> keys, const char* what) {
     for (auto k : keys)
       if (!hasField(f, k)) fail(std::string(what) + " lacks required key \"" + std::string(k) + "\"");
@@ -317,6 +333,7 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view k = key(field);
       Scope s(*this, k);
+      noDuplicate(job.fields, k);
       od::value v = field.value();
       if (k == "format") {
         job.format = store(getString(v, "for \"format\""));
@@ -366,6 +383,7 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view k = key(field);
       Scope s(*this, k);
+      noDuplicate(g.fields, k);
       if (k == "ring_id") {
         g.ring_id = getInt(field.value(), "for \"ring_id\"");
       } else if (k == "ranks") {
@@ -387,6 +405,7 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view k = key(field);
       Scope s(*this, k);
+      noDuplicate(p.fields, k);
       if (k == "rank") {
         p.rank = getInt(field.value(), "for \"rank\"");
       } else if (k == "fetch") {
@@ -425,6 +444,7 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view k = key(field);
       Scope s(*this, k);
+      noDuplicate(b.fields, k);
       if (k == "idx") {
         b.idx = getInt(field.value(), "for \"idx\"");
       } else if (k == "parent_idx") {
@@ -470,6 +490,7 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view k = key(field);
       Scope s(*this, k);
+      noDuplicate(var.fields, k);
       if (k == "name") {
         var.name = store(getString(field.value(), "for \"name\""));
         if (var.name.empty()) fail("a var name must not be empty");
@@ -513,9 +534,12 @@ class JobParser::Walker {
     for (auto f : getObject(v, what)) {
       od::field field;
       check(std::move(f).get(field));
+      std::string_view name = word(key(field));
+      Scope s(*this, name);
+      for (const Slot& seen : slot_buf_)  // failing fails the whole load: slot_buf_ needs no clearing
+        if (seen.name == name) fail("duplicate key \"" + std::string(name) + "\"");
       Slot& slot = slot_buf_.emplace_back();
-      slot.name = word(key(field));
-      Scope s(*this, slot.name);
+      slot.name = name;
       int64_t i = 0;
       for (auto e : getArray(field.value(), "of var names")) {
         od::value ev;
@@ -540,6 +564,7 @@ class JobParser::Walker {
       check(std::move(f).get(field));
       std::string_view k = key(field);
       Scope s(*this, k);
+      noDuplicate(op.fields, k);
       if (k == "type") {
         op.type = word(getString(field.value(), "for \"type\""));
         if (op.type.empty()) fail("an op type must not be empty");

@@ -124,9 +124,24 @@ bool loadChunked(Job& job, const Source& src, const std::string& name) {
   return true;
 }
 
+namespace {
+// A source less its UTF-8 byte order mark: some editors write one; JSON forbids it and the job
+// is written back without it.
+class WithoutBom : public Source {
+ public:
+  explicit WithoutBom(std::shared_ptr<Source> inner) : inner_(std::move(inner)) {}
+  std::string_view text() const override { return inner_->text().substr(3); }
+  void release(const char* from, const char* to) const override { inner_->release(from, to); }
+
+ private:
+  std::shared_ptr<Source> inner_;
+};
+}  // namespace
+
 // The job keeps no view of the source's bytes (the IR's text lives in its arenas), so the file is
 // unmapped, or its copy freed, when loading ends.
 std::unique_ptr<Job> load(std::shared_ptr<Source> src, const std::string& name, const LoadOptions& opts) {
+  if (src->text().starts_with("\xEF\xBB\xBF")) src = std::make_shared<WithoutBom>(std::move(src));
   // The text form (io/text_reader.h) is told apart by its first line; a JSON job starts with "{".
   if (looksLikeTextJob(src->text())) return readTextJob(src->text(), name, opts);
   auto job = std::make_unique<Job>();

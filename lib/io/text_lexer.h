@@ -203,11 +203,17 @@ class Lexer {
         out += close, ++p_;
         return;
       }
+      std::vector<std::string_view> keys;  // as written: a repeated key is refused, not merged
       while (true) {
         if (c == '{') {
           jsonSpace();
           if (p_ >= s_.size() || s_[p_] != '"') fail("expected a string key in a JSON object, found " + describe(p_));
+          size_t key_at = p_;
           jsonString(out);
+          std::string_view key = s_.substr(key_at, p_ - key_at);
+          for (std::string_view k : keys)
+            if (k == key) failAt(key_at, "duplicate key " + std::string(key));
+          keys.push_back(key);
           jsonSpace();
           if (p_ >= s_.size() || s_[p_] != ':') fail("expected \":\" in a JSON object, found " + describe(p_));
           out += ':', ++p_;

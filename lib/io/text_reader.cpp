@@ -120,10 +120,12 @@ class TextReader : text::Lexer {
   std::string_view kvObject(const std::string& what) {
     expect('{', "to open " + what);
     std::string out = "{";
+    std::vector<std::string> keys;  // quoted, as the JSON text will hold them
     if (!eat('}')) {
       do {
         if (out.size() > 1) out += ',';
         size_t at = here();
+        size_t key_begin = out.size();
         if (peek() == '"') {
           jsonString(out);
         } else {
@@ -133,6 +135,10 @@ class TextReader : text::Lexer {
           out.append(k);
           out += '"';
         }
+        std::string key = out.substr(key_begin);
+        for (const std::string& k : keys)
+          if (k == key) failAt(at, "duplicate key " + key + " in " + what);
+        keys.push_back(std::move(key));
         out += ':';
         expect('=', "after the key in " + what);
         if (peek() == '#')
@@ -349,7 +355,8 @@ class TextReader : text::Lexer {
       Block& b = *p.blocks[i];
       if (b.parent_idx == -1) continue;
       b.parent = p.block(b.parent_idx);
-      if (!b.parent || b.parent == &b) failAt(parent_at_[i], "parent block " + std::to_string(b.parent_idx) + " does not exist");
+      if (b.parent == &b) failAt(parent_at_[i], "block " + std::to_string(b.idx) + " is its own parent");
+      if (!b.parent) failAt(parent_at_[i], "parent block " + std::to_string(b.parent_idx) + " does not exist");
     }
     for (size_t i = 0; i < p.blocks.size(); ++i) {
       const Block* x = p.blocks[i].get();

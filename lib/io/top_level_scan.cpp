@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
+
+#include "support/error.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -171,6 +173,52 @@ class TopLevelScanner {
 };
 
 }  // namespace
+
+OpenAtEnd openAtEnd(std::string_view t) {
+  struct Frame {
+    bool object;
+    std::string key;     // object: the last key read
+    int64_t index = 0;   // array: the element being read
+    bool at_key = true;  // object: the next string is a key
+  };
+  std::vector<Frame> stack;
+  std::string pending_key;
+  OpenAtEnd out;
+  size_t i = 0;
+  for (; i < t.size(); ++i) {
+    char c = t[i];
+    if (c == '"') {
+      size_t start = ++i;
+      while (i < t.size() && t[i] != '"') i += t[i] == '\\' ? 2 : 1;
+      if (i >= t.size()) {
+        out.open = '"';
+        break;
+      }
+      if (!stack.empty() && stack.back().object && stack.back().at_key) {
+        stack.back().key.assign(t.substr(start, i - start));
+        stack.back().at_key = false;
+      }
+    } else if (c == '{' || c == '[') {
+      stack.push_back({c == '{', {}});
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+    } else if (c == ',' && !stack.empty()) {
+      if (stack.back().object) stack.back().at_key = true;
+      else ++stack.back().index;
+    }
+  }
+  if (!out.open && !stack.empty()) out.open = stack.back().object ? '{' : '[';
+  // Each open container is inside a member of its parent; the innermost names a member only
+  // when that member's string value is what was cut (a cut key or scalar: the container is the place).
+  for (size_t k = 0; k < stack.size(); ++k) {
+    const Frame& f = stack[k];
+    bool last = k + 1 == stack.size();
+    if (last && !(out.open == '"' && !(f.object && f.at_key))) break;
+    out.pointer += '/';
+    out.pointer += f.object ? pointerToken(f.key) : std::to_string(f.index);
+  }
+  return out;
+}
 
 std::optional<TopLevel> scanTopLevel(std::string_view text, ReleaseBehind* release, const OnElement& on_element) {
   return TopLevelScanner(text, release, on_element).scan();

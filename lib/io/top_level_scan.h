@@ -4,6 +4,7 @@
 // ranks load on several threads and keeps simdjson's structural index to one program's size.
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,5 +28,14 @@ using OnElement = std::function<void(const Span&)>;
 // past each program scanned.
 std::optional<TopLevel> scanTopLevel(std::string_view text, ReleaseBehind* release = nullptr,
                                      const OnElement& on_element = {});
+
+// Where a document that ends early stops: the JSON pointer of the innermost value still open at
+// the end and what is open there ('{', '[' or '"' for a string). Walks the text once; for error
+// messages only (a truncated file names the place it was cut).
+struct OpenAtEnd {
+  std::string pointer;
+  char open = 0;  // 0: nothing is open
+};
+OpenAtEnd openAtEnd(std::string_view text);
 
 }  // namespace spopt

@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "ir/json_text.h"
+#include "support/checked_size.h"
+#include <limits>
 
 namespace spopt {
 
@@ -78,13 +80,13 @@ const std::vector<Field>* Job::internLayout(const std::vector<Field>& fields) {
 }
 
 int64_t Var::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) {
+  for (int64_t d : shape)
     if (d < 0) return -1;
-    n *= d;
-  }
-  return n;
+  auto n = checkedNumel(shape);
+  return n ? *n : std::numeric_limits<int64_t>::max();
 }
+
+std::optional<int64_t> Var::byteSize() const { return checkedBytes(shape, dtypeSize(dtype)); }
 
 std::vector<int64_t> Var::dimsMapping() const {
   if (!hasDistAttr()) return {};

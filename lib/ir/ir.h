@@ -86,7 +86,11 @@ struct Var {
   bool removed = false;  // removed vars are skipped by the writer
   OpList readers, writers;  // def-use, in no particular order
 
-  int64_t numel() const;  // -1 if any dim is unknown
+  // -1 if any dim is unknown; the int64 maximum if the product overflows (the verifier rejects
+  // such a var: see byteSize). Never wraps.
+  int64_t numel() const;
+  // numel x dtype size (support/checked_size.h); nullopt when a dim is unknown or it overflows.
+  std::optional<int64_t> byteSize() const;
   bool hasDistAttr() const { return hasField(fields, "dist_attr"); }
   // dims_mapping of the dist attr, or empty when absent.
   std::vector<int64_t> dimsMapping() const;

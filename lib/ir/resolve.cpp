@@ -1,9 +1,25 @@
 #include "ir/resolve.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "ir/json_pointer.h"
 #include "support/error.h"
 
 namespace spopt {
+namespace {
+// "1 -> 2 -> 1": block idxs from `b` up its parents until one repeats.
+std::string parentChain(const Block& b) {
+  std::string chain = std::to_string(b.idx);
+  std::vector<const Block*> seen{&b};
+  for (const Block* x = b.parent; x; x = x->parent) {
+    chain += " -> " + std::to_string(x->idx);
+    if (std::find(seen.begin(), seen.end(), x) != seen.end()) break;
+    seen.push_back(x);
+  }
+  return chain;
+}
+}  // namespace
 
 void resolveNames(Job& job) {
   for (auto& prog : job.programs) {
@@ -12,8 +28,8 @@ void resolveNames(Job& job) {
       if (b->parent_idx == -1) continue;
       b->parent = p.block(b->parent_idx);
       std::string where = blockPointer(p.position, b->position) + "/parent_idx";
-      if (!b->parent || b->parent == b.get())
-        throw InputError(job.path, where, "parent block " + std::to_string(b->parent_idx) + " does not exist");
+      if (b->parent == b.get()) throw InputError(job.path, where, "block " + std::to_string(b->idx) + " is its own parent");
+      if (!b->parent) throw InputError(job.path, where, "parent block " + std::to_string(b->parent_idx) + " does not exist");
     }
     // Parent chains must end: a cycle would make lookups loop.
     for (auto& b : p.blocks) {
@@ -21,7 +37,7 @@ void resolveNames(Job& job) {
       for (size_t steps = 0; x; x = x->parent)
         if (++steps > p.blocks.size())
           throw InputError(job.path, blockPointer(p.position, b->position) + "/parent_idx",
-                           "block parents form a cycle");
+                           "block parents form a cycle: " + parentChain(*b));
     }
     for (auto& b : p.blocks) {
       size_t op_index = 0;

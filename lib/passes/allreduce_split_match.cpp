@@ -5,6 +5,7 @@
 
 #include <unordered_set>
 
+#include "analysis/split_sections.h"
 #include "ir/json_text.h"
 
 namespace spopt {
@@ -169,9 +170,15 @@ class Matcher {
       if (sections.empty()) return refuse("split-num", "the split has neither num nor sections");
       if (int64_t(sections.size()) != n)
         return refuse("split-num", "split into " + std::to_string(sections.size()) + " sections != ring size " + std::to_string(n));
-      bool equal = sections[0] > 0;
-      for (int64_t v : sections) equal &= v == sections[0];
-      if (!equal) return refuse("split-unequal", "split sections " + intArrayToRaw(sections) + " are not equal");
+      // Decided on the resolved sizes: [4, -1] of 8 rows is [4, 4] (analysis/split_sections.h).
+      auto resolved = resolveSplitSections(sections, m_.y->shape[0]);
+      bool equal = resolved && (*resolved)[0] > 0;
+      for (int64_t v : resolved.value_or(std::vector<int64_t>{})) equal &= v == (*resolved)[0];
+      if (!equal) {
+        std::string shown = intArrayToRaw(sections);
+        if (resolved && *resolved != sections) shown += " (resolved " + intArrayToRaw(*resolved) + ")";
+        return refuse("split-unequal", "split sections " + shown + " are not equal");
+      }
     }
     int64_t outs = int64_t(s.outputs[0].args.size());
     if (outs != n) return refuse("split-num", "the split has " + std::to_string(outs) + " outputs != ring size " + std::to_string(n));

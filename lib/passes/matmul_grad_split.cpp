@@ -2,20 +2,24 @@
 // bisecting: overlap-collectives splits the grads it schedules itself).
 #include "passes/matmul_grad_split.h"
 
+#include "support/checked_size.h"
 #include "ir/op_builder.h"
 #include "passes/builtin_passes.h"
 
 namespace spopt {
 namespace {
 
-bool knownShape(const Var* v) { return v && !v->shape.empty() && v->numel() >= 0; }
+// Known, and both its size and the product of its leading dims fit int64 (checked_size.h).
+bool knownShape(const Var* v) {
+  return v && !v->shape.empty() && v->byteSize() &&
+         checkedNumel(std::span<const int64_t>(v->shape.data(), v->shape.size() - 1));
+}
 
 // `v` viewed as 2-D [prod(leading dims), last dim]: `v` itself when already 2-D, else a reshape2
 // inserted before `before`.
 Var* flatten2d(OpBuilder& b, Var* v, Op& before, const Op& like) {
   if (v->shape.size() == 2) return v;
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < v->shape.size(); ++i) rows *= v->shape[i];
+  int64_t rows = checkedNumel(std::span<const int64_t>(v->shape.data(), v->shape.size() - 1)).value();  // knownShape
   std::vector<int64_t> flat{rows, v->shape.back()};
   Var* out = b.freshVar(std::string(v->name) + ".flat", flat, v->dtype);
   std::vector<int64_t> xshape{0};

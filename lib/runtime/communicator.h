@@ -139,8 +139,12 @@ struct LinkModel {
   double gbps = 0;        // GB/s (1e9 bytes per second) per rank
   double latency_us = 0;
   bool on() const { return gbps > 0; }
+  // 0 when off (x / 0 would be inf, and converting it to an integer undefined: the fuzzer found
+  // the local backend computing it for every collective); clamped below a century.
   std::chrono::nanoseconds duration(int64_t wire_bytes) const {
-    return std::chrono::nanoseconds(int64_t(latency_us * 1e3 + double(wire_bytes) / gbps));
+    if (!on()) return {};
+    double ns = latency_us * 1e3 + double(wire_bytes) / gbps;
+    return std::chrono::nanoseconds(ns < 3e18 ? int64_t(ns) : int64_t(3e18));
   }
 };
 

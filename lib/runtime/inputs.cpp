@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "ir/json_pointer.h"
+#include "support/checked_size.h"
+#include "verify/sharding.h"
 #include "support/error.h"
 
 namespace spopt::rt {
@@ -18,25 +20,15 @@ double elementUniform(uint64_t seed, std::string_view name, uint64_t global_inde
 
 ShardLayout shardLayout(const Var& var, int64_t rank) {
   ShardLayout l{var.shape, std::vector<int64_t>(var.shape.size(), 0)};
-  std::vector<int64_t> mapping = var.dimsMapping();
-  bool sharded = false;
-  for (int64_t m : mapping) sharded |= m >= 0;
-  if (!sharded) return l;
   auto fail = [&](const std::string& why) { throw InputError(var.block->program->job->path, varPointer(var) + "/dist_attr", why); };
-  if (mapping.size() != var.shape.size())
-    fail("dims_mapping has " + std::to_string(mapping.size()) + " entries for a tensor of rank " + std::to_string(var.shape.size()));
-  std::vector<int64_t> mesh_shape, ids;
-  try {
-    const std::string_view* raw = var.dist_attr.find("process_mesh");
-    auto mesh = nlohmann::json::parse(raw ? std::string(*raw) : std::string("null"));
-    mesh_shape = mesh.at("shape").get<std::vector<int64_t>>();
-    ids = mesh.at("process_ids").get<std::vector<int64_t>>();
-  } catch (const std::exception&) {
-    fail("a sharded var needs process_mesh.shape and process_mesh.process_ids (integer arrays)");
-  }
-  int64_t mesh_size = 1;
-  for (int64_t d : mesh_shape) mesh_size *= d;
-  if (mesh_size != int64_t(ids.size())) fail("process_mesh.shape does not hold process_ids.size() processes");
+  // The verifier checked the same parse (verify/sharding.h); a pass-made var may not have been.
+  std::string problem;
+  auto sharding = varSharding(var, &problem);
+  if (!problem.empty()) fail(problem);
+  if (!sharding) return l;
+  const std::vector<int64_t>& mapping = sharding->mapping;
+  const std::vector<int64_t>& mesh_shape = sharding->mesh_shape;
+  const std::vector<int64_t>& ids = sharding->process_ids;
   int64_t index = -1;
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] == rank) index = int64_t(i);
@@ -46,13 +38,9 @@ ShardLayout shardLayout(const Var& var, int64_t rank) {
     coord[k] = index % mesh_shape[k];
     index /= mesh_shape[k];
   }
-  for (size_t i = 0; i < mapping.size(); ++i) {
-    int64_t m = mapping[i];
-    if (m < 0) continue;
-    if (m >= int64_t(mesh_shape.size())) fail("dims_mapping names mesh dim " + std::to_string(m) + " of a " + std::to_string(mesh_shape.size()) + "-d mesh");
-    l.global_shape[i] = var.shape[i] * mesh_shape[size_t(m)];
-    l.offset[i] = coord[size_t(m)] * var.shape[i];
-  }
+  l.global_shape = sharding->global_shape;
+  for (size_t i = 0; i < mapping.size(); ++i)
+    if (mapping[i] >= 0) l.offset[i] = coord[size_t(mapping[i])] * var.shape[i];
   return l;
 }
 
@@ -62,8 +50,7 @@ namespace {
 template <typename F>
 void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f) {
   const size_t nd = local.size();
-  int64_t n = 1;
-  for (int64_t d : local) n *= d;
+  const int64_t n = checkedNumel(local).value_or(0);  // the tensor exists: its count fits
   if (n == 0) return;
   std::vector<int64_t> stride(nd, 1);  // global strides
   for (size_t k = nd; k-- > 1;) stride[k - 1] = stride[k] * l.global_shape[k];

@@ -170,7 +170,8 @@ nlohmann::ordered_json eventsToJson(const std::vector<TraceEvent>& events) {
 std::string chromeTrace(const std::map<int64_t, nlohmann::ordered_json>& events_by_rank) {
   nlohmann::ordered_json out;
   auto& ev = out["traceEvents"] = nlohmann::ordered_json::array();
-  for (const auto& [rank, events] : events_by_rank) {
+  for (const auto& [rank_key, events] : events_by_rank) {
+    const int64_t rank = rank_key;  // captured below: clang 14 (the fuzz build) cannot capture a binding
     // A process per rank, a thread (track) per execution stream: the default stream keeps tid =
     // rank, stream k > 0 of the rank (in order of first op) gets rank + 1000 k.
     const std::string who = "rank " + std::to_string(rank);

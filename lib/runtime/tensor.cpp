@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "support/checked_size.h"
+
 namespace spopt::rt {
 
 Storage storageOf(DType t) {
@@ -30,19 +32,24 @@ size_t storageSize(Storage s) {
 Tensor Tensor::shapeOnly(DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.dtype_ = dtype;
-  t.numel_ = 1;
-  for (int64_t d : shape) t.numel_ *= d < 0 ? 0 : d;
+  bool unknown = false;
+  for (int64_t d : shape) unknown |= d < 0;
+  auto n = unknown ? std::optional<int64_t>(0) : checkedNumel(shape);
+  if (!n) throw std::length_error("tensor shape holds more elements than int64 counts");
+  t.numel_ = *n;
   t.shape_ = std::move(shape);
   return t;
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  numel_ = 1;
-  for (int64_t d : shape_) {
+  for (int64_t d : shape_)
     if (d < 0) throw std::invalid_argument("tensor shape has an unknown (-1) dim");
-    numel_ *= d;
-  }
-  size_t n = bytes();
+  // Checked (support/checked_size.h): a wrapped size would allocate a small buffer that the
+  // kernels then overrun. Replay refuses such jobs before this (memory budget, verifier).
+  auto total = checkedBytes(shape_, storageSize(storageOf(dtype_)));
+  if (!total || uint64_t(*total) > uint64_t(SIZE_MAX) - 64) throw std::bad_alloc();
+  numel_ = *checkedNumel(shape_);
+  size_t n = size_t(*total);
   size_t padded = (n + 63) / 64 * 64;
   if (padded == 0) padded = 64;
   void* p = std::aligned_alloc(64, padded);
@@ -53,9 +60,8 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(
 
 Tensor Tensor::view(std::vector<int64_t> shape) const {
   Tensor t = *this;
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  if (n != numel_) throw std::invalid_argument("view: element count differs");
+  auto n = checkedNumel(shape);
+  if (!n || *n != numel_) throw std::invalid_argument("view: element count differs");
   t.shape_ = std::move(shape);
   return t;
 }

@@ -5,8 +5,11 @@
 
 #include "analysis/collectives.h"
 #include "analysis/ring_order.h"
+#include "analysis/split_sections.h"
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
+#include "support/checked_size.h"
+#include "verify/sharding.h"
 
 namespace spopt {
 namespace {
@@ -18,6 +21,18 @@ std::string shapeText(const Var& v) {
     s += std::to_string(v.shape[i]);
   }
   return s + "]";
+}
+
+std::string intList(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string reduceName(ReduceOp r) {
+  static const char* const kNames[] = {"SUM", "MAX", "MIN", "PROD", "AVG"};
+  int i = int(r);
+  return i >= 0 && i < 5 ? kNames[i] : std::to_string(i);
 }
 
 bool known(const Var* v) {
@@ -32,6 +47,8 @@ class Verifier {
   Verifier(const Job& job, const VerifyOptions& opts) : job_(job), opts_(opts) {}
 
   std::vector<Diagnostic> run() {
+    // Replay, the analyses and the passes all work per rank: a job of no ranks is no job.
+    if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
     checkPrograms();
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
@@ -42,6 +59,7 @@ class Verifier {
   const Job& job_;
   const VerifyOptions& opts_;
   std::vector<Diagnostic> problems_;
+  ShardingCache shardings_;
 
   void report(std::string pointer, std::string message) {
     if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
@@ -54,7 +72,8 @@ class Verifier {
     for (size_t gi = 0; gi < job_.groups.size(); ++gi) {
       const auto& g = job_.groups[gi];
       std::string at = "/process_groups/" + std::to_string(gi);
-      if (!rings.insert(g.ring_id).second) report(at + "/ring_id", "ring_id " + std::to_string(g.ring_id) + " is used by two groups");
+      if (g.ring_id < 0) report(at + "/ring_id", "ring_id " + std::to_string(g.ring_id) + " is negative");
+      else if (!rings.insert(g.ring_id).second) report(at + "/ring_id", "ring_id " + std::to_string(g.ring_id) + " is used by two groups");
       if (g.ranks.empty()) report(at + "/ranks", "a process group needs at least one rank");
       std::set<int64_t> seen;
       for (size_t i = 0; i < g.ranks.size(); ++i) {
@@ -94,6 +113,11 @@ class Verifier {
   }
 
   void checkBlock(const Program& p, const Block& b) {
+    for (const auto& v : b.vars)
+      if (!v->removed) {
+        checkVarSize(*v);
+        checkSharding(p, *v);
+      }
     for (const Op& op : b.ops) {
       if (problems_.size() >= opts_.max_problems) return;  // messages walk the block: stay linear
       bool resolved = true;
@@ -116,6 +140,29 @@ class Verifier {
     }
   }
 
+  // Every byte size replay, the analyses and the memory budget compute must fit int64
+  // (support/checked_size.h): a wrapped size allocates a small buffer that kernels overrun.
+  void checkVarSize(const Var& v) {
+    if (!known(&v) || v.byteSize()) return;
+    auto n = checkedNumel(v.shape);
+    std::string why = n ? std::to_string(*n) + " elements x " + std::to_string(dtypeSize(v.dtype)) + " bytes overflow int64"
+                        : "its element count overflows int64";
+    report(varPointer(v) + "/shape", "var \"" + std::string(v.name) + "\" " + shapeText(v) + ": " + why);
+  }
+
+  // Replay slices a sharded program input by its dims_mapping and mesh (runtime/inputs.cpp): the
+  // same parse, checked here (verify/sharding.h).
+  void checkSharding(const Program& p, const Var& v) {
+    if (!v.hasDistAttr()) return;
+    std::string problem;
+    auto s = varSharding(v, &problem, &shardings_);
+    if (!problem.empty()) return report(varPointer(v) + "/dist_attr", problem);
+    if (!s) return;
+    for (int64_t id : s->process_ids)
+      if (id == p.rank) return;
+    report(varPointer(v) + "/dist_attr/process_mesh", "var \"" + std::string(v.name) + "\" is sharded over a mesh without rank " + std::to_string(p.rank) + ", whose program declares it");
+  }
+
   void checkCollective(const Program& p, const Op& op, const Collective& c) {
     auto ring = op.attrs.getInt("ring_id");
     if (!ring) {
@@ -129,6 +176,16 @@ class Verifier {
     }
     if (g->positionOf(p.rank) < 0)
       report(opPtr(op) + "/attrs/ring_id", "rank " + std::to_string(p.rank) + " is not a member of ring " + std::to_string(*ring));
+    // Rules replay relies on (runtime/rank_executor.cpp): a known reduction, a root inside the ring.
+    if (c.kind == CollectiveKind::AllReduce && (int(c.reduce) < 0 || int(c.reduce) > 4))
+      report(opPtr(op) + "/attrs/reduce_type", "reduce_type " + std::to_string(int(c.reduce)) + " is not one of 0..4 (SUM, MAX, MIN, PROD, AVG)");
+    if (c.kind == CollectiveKind::Broadcast) {
+      auto root = op.attrs.getInt("root");
+      if (op.attrs.find("root") && !root) report(opPtr(op) + "/attrs/root", "root must be an integer");
+      int64_t r = root.value_or(0);
+      if (r < 0 || r >= int64_t(g->ranks.size()))
+        report(opPtr(op) + "/attrs/root", "root " + std::to_string(r) + " is not a position in ring " + std::to_string(*ring) + " (size " + std::to_string(g->ranks.size()) + ")");
+    }
     if (c.kind == CollectiveKind::ReduceScatter || c.kind == CollectiveKind::AllGather) {
       auto n = op.attrs.getInt("nranks");
       if (n && *n != int64_t(g->ranks.size()))
@@ -187,7 +244,22 @@ class Verifier {
     }
     if (total != x->shape[axis])
       return report(opPtr(op), "split outputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but input " + shapeText(*x) + " has " + std::to_string(x->shape[axis]));
+    // sections, with its -1 resolved (analysis/split_sections.h), must give the outputs' sizes:
+    // replay's kernel splits by it.
     auto num = op.attrs.getInt("num");
+    auto sections = op.attrs.getIntArray("sections");
+    if (sections && !sections->empty() && !(num && *num > 0)) {
+      std::string why;
+      auto resolved = resolveSplitSections(*sections, x->shape[axis], &why);
+      if (!resolved) return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " " + why + " (" + std::to_string(x->shape[axis]) + " along axis " + std::to_string(axis) + ")");
+      if (resolved->size() != outs->args.size())
+        return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " give " + std::to_string(resolved->size()) + " parts but it has " + std::to_string(outs->args.size()) + " outputs");
+      for (size_t i = 0; i < resolved->size(); ++i)
+        if ((*resolved)[i] != outs->args[i].var->shape[axis])
+          return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " give part " + std::to_string(i) + " " +
+                                                           std::to_string((*resolved)[i]) + " rows along axis " + std::to_string(axis) + ", but output \"" +
+                                                           std::string(outs->args[i].var->name) + "\" has " + std::to_string(outs->args[i].var->shape[axis]));
+    }
     if (num && *num > 0 && *num != int64_t(outs->args.size()))
       report(opPtr(op) + "/attrs/num", "split num is " + std::to_string(*num) + " but it has " + std::to_string(outs->args.size()) + " outputs");
     if (num && *num > 0 && x->shape[axis] % *num != 0)
@@ -264,12 +336,23 @@ class Verifier {
           const Op *a = ref.ops[k], *b = other.ops[k];
           auto ca = asCollective(*a), cb = asCollective(*b);
           const Var *xa = a->in(ca->in_slot), *xb = b->in(cb->in_slot);
-          bool same = ca->kind == cb->kind && ca->reduce == cb->reduce && xa && xb && xa->dtype == xb->dtype && xa->numel() == xb->numel();
+          bool same = ca->kind == cb->kind && xa && xb && xa->dtype == xb->dtype && xa->numel() == xb->numel();
+          std::string head = "ring " + std::to_string(ring) + " collective #" + std::to_string(k) + " differs: ";
+          std::string ra = "rank " + std::to_string(ref.prog->rank), rb = "rank " + std::to_string(other.prog->rank);
           if (!same) {
             reported = true;
-            report(opPtr(*b), "ring " + std::to_string(ring) + " collective #" + std::to_string(k) + " differs: rank " +
-                                  std::to_string(ref.prog->rank) + " issues " + describe(a) + ", rank " + std::to_string(other.prog->rank) +
-                                  " issues " + describe(b));
+            report(opPtr(*b), head + ra + " issues " + describe(a) + ", " + rb + " issues " + describe(b));
+          } else if (ca->reduce != cb->reduce) {  // same type and shape: say which attribute differs
+            reported = true;
+            report(opPtr(*b), head + "reduce_type: " + ra + " has " + reduceName(ca->reduce) + ", " + rb + " has " +
+                                  reduceName(cb->reduce) + " (" + describe(a) + "; " + describe(b) + ")");
+          } else if (ca->kind == CollectiveKind::Broadcast) {
+            int64_t root_a = a->attrs.getInt("root").value_or(0), root_b = b->attrs.getInt("root").value_or(0);
+            if (root_a != root_b) {
+              reported = true;
+              report(opPtr(*b), head + "root: " + ra + " has " + std::to_string(root_a) + ", " + rb + " has " +
+                                    std::to_string(root_b) + " (" + describe(a) + "; " + describe(b) + ")");
+            }
           }
         }
         if (!reported && ref.ops.size() != other.ops.size()) {

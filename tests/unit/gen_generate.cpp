@@ -202,7 +202,7 @@ TEST_CASE("sizes that cannot be split are bad input", "[gen]") {
       {bad([](GenOptions& o) { o.model = gen::Model::Gpt; o.heads = 3; }), "--heads 3 must divide --hidden 16"},
       {bad([](GenOptions& o) { o.dp = 4; }), "--dp 4 must divide --batch 2"},
       {bad([](GenOptions& o) { o.dropout = 1.0; }), "--dropout must be in [0, 1)"},
-      {bad([](GenOptions& o) { o.seq = 1 << 24; o.hidden = 1 << 24; o.ffn = 1 << 24; o.batch = 1 << 24; }), "more than 2^62"},
+      {bad([](GenOptions& o) { o.seq = 1 << 24; o.hidden = 1 << 24; o.ffn = 1 << 24; o.batch = 1 << 24; }), "more than 2^59"},
       {bad([](GenOptions& o) { o.hidden = 1 << 25; }), "--hidden 33554432 is larger than 16777216"},
   };
   for (const auto& [o, message] : cases) {

@@ -57,7 +57,10 @@ template <typename T> inline T geluSlope(T v, bool approximate) {
 }
 
 void gelu(KernelContext& c) {
-  auto [x, out] = unary(c, "X", "Out");
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  auto [x_slot, out_slot] = unary(c, "X", "Out");
+  const Tensor* x = x_slot;
+  Tensor* out = out_slot;
   bool approximate = boolAttr(c, "approximate", false);
   dispatchFloat(c, "X", *x, [&](auto tag) {
     using T = decltype(tag);
@@ -95,7 +98,10 @@ void geluGrad(KernelContext& c) {
 }
 
 void relu(KernelContext& c) {
-  auto [x, out] = unary(c, "X", "Out");
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  auto [x_slot, out_slot] = unary(c, "X", "Out");
+  const Tensor* x = x_slot;
+  Tensor* out = out_slot;
   dispatchFloat(c, "X", *x, [&](auto tag) {
     using T = decltype(tag);
     const T* xp = x->data<T>();
@@ -198,7 +204,10 @@ void softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
 // softmax along `axis` (default -1): max-shifted exponentials (fastExp for float32), the
 // denominator summed in double.
 void softmax(KernelContext& c) {
-  auto [x, out] = unary(c, "X", "Out");
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  auto [x_slot, out_slot] = unary(c, "X", "Out");
+  const Tensor* x = x_slot;
+  Tensor* out = out_slot;
   AxisView v = axisView(c, x->shape(), intAttr(c, "axis", -1));
   dispatchFloat(c, "X", *x, [&](auto tag) {
     using T = decltype(tag);

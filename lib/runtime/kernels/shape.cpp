@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/split_sections.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/permute.h"
 #include "runtime/kernels/registry.h"
@@ -139,17 +140,13 @@ void split(KernelContext& c) {
                         std::to_string(num) + " equal parts");
     sections.assign(size_t(num), len / num);
   } else {
-    int64_t known = 0, infer = -1;
-    for (size_t i = 0; i < sections.size(); ++i) {
-      if (sections[i] == -1 && infer < 0) infer = int64_t(i);
-      else if (sections[i] < 0) kernelFail(c, "sections " + shapeStr(sections) + " has more than one -1 or a negative size");
-      else known += sections[i];
-    }
-    if (infer >= 0) sections[size_t(infer)] = len - known;
-    if (sections.empty() || std::accumulate(sections.begin(), sections.end(), int64_t(0)) != len ||
-        (infer >= 0 && sections[size_t(infer)] < 0))
-      kernelFail(c, "sections " + shapeStr(intsAttr(c, "sections", {})) + " do not add up to dim " + std::to_string(axis) +
-                        " of X " + shapeStr(x.shape()));
+    // The rule the verifier checks too (analysis/split_sections.h).
+    std::string why;
+    auto resolved = resolveSplitSections(sections, len, &why);
+    if (sections.empty() || !resolved)
+      kernelFail(c, "sections " + shapeStr(sections) + " " + (why.empty() ? "is empty" : why) + " (dim " + std::to_string(axis) +
+                        " of X " + shapeStr(x.shape()) + ")");
+    sections = *resolved;
   }
   if (sections.size() != n_out)
     kernelFail(c, "splits X into " + std::to_string(sections.size()) + " parts but has " + std::to_string(n_out) + " Out");

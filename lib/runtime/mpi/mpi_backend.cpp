@@ -162,11 +162,15 @@ class MpiComm final : public Communicator {
   // Polls a request until done or the timeout; yields so oversubscribed ranks make progress.
   void wait(MPI_Request& req, const MpiRing& r, int64_t ring_id, const OpDesc& d) {
     if (completesBy(req, Clock::now() + timeout_, &cancelled_)) return;
-    std::string members;
-    for (size_t i = 0; i < r.ranks.size(); ++i) members += (i ? "," : "") + std::to_string(r.ranks[i]);
+    // This rank has issued it; which of the others has not, MPI cannot say without a progress
+    // exchange of its own (the pending allgather shows no partial arrivals): name the candidates.
+    std::string others;
+    for (size_t i = 0; i < r.ranks.size(); ++i)
+      if (r.ranks[i] != rank_) others += (others.empty() ? "" : ",") + std::to_string(r.ranks[i]);
     throw InputError(d.file, d.pointer, d.text() + d.onStream() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
                                             " s on ring " + std::to_string(ring_id) + " collective #" + std::to_string(r.seq - 1) +
-                                            ": a member of ranks {" + members + "} has not issued it");
+                                            ": rank " + std::to_string(rank_) + " issued it, and one or more of ranks {" + others +
+                                            "} has not (stopped, or still before it)");
   }
 
   MpiRing& announce(int64_t ring_id, const CollectiveHeader& h, const Tensor& in, const Tensor& out, const OpDesc& d) {
