@@ -6,7 +6,7 @@
 #  2. a scripted click expands a cluster: the page's #click=NAME hook dispatches a real click
 #     event on the box, and the DOM then shows that cluster's ops, as many as its box counted;
 #  3. a search centres and details an op (inputs, dims_mapping) and highlights its producer;
-#  4. the diff page against the job's rewrite opens the clusters holding changes, colours removed
+#  4. the diff page against the job's fusion (the fuse pass alone: it leaves the optimizer as it is) opens the clusters holding changes, colours removed
 #     and added ops and leaves unchanged clusters closed.
 # The page is read with --dump-dom after its script ran (it marks <body data-ready="ready">).
 # Skips (exit 77) without Chromium. Set SPOPT_KEEP_SCREENSHOTS=DIR to keep the PNGs.
@@ -87,7 +87,7 @@ grep -q 'gv-prod' "$work/search.html" || fail "the found op's producer is not hi
 
 # 4. The diff page is the same view: clusters holding changes start open, removed and added ops
 #    are coloured, clusters without changes stay closed.
-"$sp_opt" rewrite "$job" "$work/after.json" >/dev/null 2>&1 || fail "sp-opt rewrite failed"
+"$sp_opt" rewrite "$job" "$work/after.json" --passes=fuse-allreduce-split >/dev/null 2>&1 || fail "sp-opt rewrite failed"
 "$sp_opt" diff "$job" "$work/after.json" --format html -o "$work/d.html"
 [ $? -eq 1 ] || fail "sp-opt diff --format html did not report a difference"
 cp "$work/d.html" "$work/g.html"
