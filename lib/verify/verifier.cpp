@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
+#include "analysis/op_shape_rules.h"
 #include "analysis/ring_order.h"
 #include "analysis/split_sections.h"
 #include "ir/json_pointer.h"
@@ -220,6 +221,8 @@ class Verifier {
     if (op.type == "split") checkSplit(op);
     else if (op.type == "concat") checkConcat(op);
     else if (op.type == "matmul_v2") checkMatmul(op);
+    // The rest of what replay's kernels decide from slots, attrs and declared shapes.
+    else if (auto e = checkOpRules(op)) report(opPtr(op) + e->where, e->message);
   }
 
   static int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
@@ -292,8 +295,10 @@ class Verifier {
     int64_t m = tx ? x->shape[rx - 1] : x->shape[rx - 2], kx = tx ? x->shape[rx - 2] : x->shape[rx - 1];
     int64_t kw = ty ? w->shape[rw - 1] : w->shape[rw - 2], n = ty ? w->shape[rw - 2] : w->shape[rw - 1];
     if (kx != kw) return report(opPtr(op), "matmul_v2 inner dims differ: " + shapeText(*x) + " x " + shapeText(*w));
-    std::vector<int64_t> expect(x->shape.begin(), x->shape.end() - 2);
-    if (rw > 2 && rw > rx) expect.assign(w->shape.begin(), w->shape.end() - 2);
+    // Batch dims broadcast as replay's kernel does (runtime/kernels/matmul_plan.h).
+    auto batch = broadcastBatchDims(std::vector<int64_t>(x->shape.begin(), x->shape.end() - 2), std::vector<int64_t>(w->shape.begin(), w->shape.end() - 2));
+    if (!batch) return report(opPtr(op), "matmul_v2 batch dims do not broadcast: " + shapeText(*x) + " x " + shapeText(*w));
+    std::vector<int64_t> expect = *batch;
     expect.push_back(m);
     expect.push_back(n);
     if (y->shape != expect) report(opPtr(op), "matmul_v2 output " + shapeText(*y) + " should have shape of " + shapeText(*x) + " x " + shapeText(*w));

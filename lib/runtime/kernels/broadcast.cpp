@@ -1,5 +1,7 @@
 #include "runtime/kernels/broadcast.h"
 
+#include "analysis/op_shape_rules.h"
+
 namespace spopt::rt {
 
 BroadcastPlan planBroadcast(const KernelContext& c, const std::vector<int64_t>& x,
@@ -8,27 +10,15 @@ BroadcastPlan planBroadcast(const KernelContext& c, const std::vector<int64_t>& 
     kernelFail(c, "X " + shapeStr(x) + " and Y " + shapeStr(y) + " do not broadcast with axis=" +
                       std::to_string(axis) + (why.empty() ? "" : ": " + why));
   };
-  // Line the shorter operand up inside the longer one, starting at `axis`.
-  bool y_shorter = y.size() <= x.size();
-  std::vector<int64_t> longer = y_shorter ? x : y, shorter = y_shorter ? y : x;
-  // Paddle drops trailing 1s of the shorter operand when they would not fit.
-  int64_t start = axis == -1 ? int64_t(longer.size() - shorter.size()) : axis;
-  while (axis != -1 && !shorter.empty() && shorter.back() == 1 && start + int64_t(shorter.size()) > int64_t(longer.size()))
-    shorter.pop_back();
-  if (axis == -1) start = int64_t(longer.size() - shorter.size());
-  if (start < 0 || start + int64_t(shorter.size()) > int64_t(longer.size())) fail("axis out of range");
-  size_t rank = longer.size();
-  std::vector<int64_t> padded(rank, 1);
-  for (size_t i = 0; i < shorter.size(); ++i) padded[size_t(start) + i] = shorter[i];
-  const std::vector<int64_t>& xa = y_shorter ? longer : padded;
-  const std::vector<int64_t>& ya = y_shorter ? padded : longer;
-
+  // The shape rule is shared with the verifier (analysis/op_shape_rules.h).
+  std::string why;
+  auto aligned = alignBroadcast(x, y, axis, &why);
+  if (!aligned) fail(why);
+  const std::vector<int64_t>& xa = aligned->x;
+  const std::vector<int64_t>& ya = aligned->y;
+  size_t rank = aligned->out.size();
   BroadcastPlan p;
-  p.out_shape.resize(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    if (xa[d] != ya[d] && xa[d] != 1 && ya[d] != 1) fail("dim " + std::to_string(d) + " differs");
-    p.out_shape[d] = xa[d] == 1 ? ya[d] : xa[d];
-  }
+  p.out_shape = aligned->out;
   // Collapse: drop size-1 output dims, merge neighbours with the same (x advances, y advances).
   struct Dim {
     int64_t size;

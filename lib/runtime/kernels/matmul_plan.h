@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/op_shape_rules.h"
 #include "runtime/kernels/kernel_util.h"
 
 namespace spopt::rt::matmul_plan {
@@ -18,17 +19,8 @@ using Dims = std::vector<int64_t>;
 inline Dims batchOf(const Dims& s) { return Dims(s.begin(), s.end() - 2); }
 
 // numpy broadcast of two batch shapes, or nullopt when they do not broadcast.
-inline std::optional<Dims> broadcastBatch(const Dims& a, const Dims& b) {
-  size_t n = std::max(a.size(), b.size());
-  Dims out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
+// Shared with the verifier's matmul_v2 rule (analysis/op_shape_rules.h).
+inline std::optional<Dims> broadcastBatch(const Dims& a, const Dims& b) { return broadcastBatchDims(a, b); }
 
 // Element strides of each batch index of `full` into a tensor with batch `own` (right-aligned;
 // 0 where `own` is broadcast), given the matrix size of one batch entry.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/op_shape_rules.h"
 #include "analysis/split_sections.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/permute.h"
@@ -42,29 +43,11 @@ void reshape2(KernelContext& c) {
   } else {
     target = intsAttr(c, "shape", {});
   }
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i] == 0) {
-      if (i >= x.shape().size()) kernelFail(c, "shape " + shapeStr(target) + " copies dim " + std::to_string(i) + " that X " + shapeStr(x.shape()) + " lacks");
-      target[i] = x.shape()[i];
-    }
-    if (target[i] == -1) {
-      if (infer >= 0) kernelFail(c, "shape " + shapeStr(target) + " has more than one -1");
-      infer = int64_t(i);
-    } else if (target[i] < 0) {
-      kernelFail(c, "shape " + shapeStr(target) + " has a negative dim");
-    } else {
-      known *= target[i];
-    }
-  }
-  if (infer >= 0) {
-    if (known == 0 || x.numel() % known != 0)
-      kernelFail(c, "cannot infer the -1 of shape " + shapeStr(target) + " from X " + shapeStr(x.shape()));
-    target[size_t(infer)] = x.numel() / known;
-  }
-  if (product(target) != x.numel())
-    kernelFail(c, "shape " + shapeStr(target) + " does not hold the " + std::to_string(x.numel()) + " elements of X " +
-                      shapeStr(x.shape()));
+  // The shape rule is shared with the verifier (analysis/op_shape_rules.h).
+  std::string why;
+  auto resolved = resolveReshape(x.shape(), target, &why);
+  if (!resolved) kernelFail(c, why);
+  target = *resolved;
   requireShape(c, "Out", out, target, "X reshaped");
   copyTensor(c, x, "X", out, "Out");
   checkXShape(c, x);
@@ -79,17 +62,10 @@ void reshape2Grad(KernelContext& c) {
 }
 
 Dims checkedPerm(const KernelContext& c, size_t rank) {
-  Dims perm = intsAttr(c, "axis", {});
-  if (perm.size() != rank)
-    kernelFail(c, "axis " + shapeStr(perm) + " is no permutation of " + std::to_string(rank) + " dims");
-  std::vector<bool> seen(rank, false);
-  for (int64_t& a : perm) {
-    if (a < 0) a += int64_t(rank);
-    if (a < 0 || a >= int64_t(rank) || seen[size_t(a)])
-      kernelFail(c, "axis " + shapeStr(intsAttr(c, "axis", {})) + " is no permutation of " + std::to_string(rank) + " dims");
-    seen[size_t(a)] = true;
-  }
-  return perm;
+  Dims axis = intsAttr(c, "axis", {});
+  auto perm = resolvePermutation(axis, rank);  // shared with the verifier
+  if (!perm) kernelFail(c, "axis " + shapeStr(axis) + " is no permutation of " + std::to_string(rank) + " dims");
+  return *perm;
 }
 
 void transpose2(KernelContext& c) {

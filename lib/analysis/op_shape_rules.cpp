@@ -1,0 +1,348 @@
+#include "analysis/op_shape_rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "ir/json_text.h"
+
+namespace spopt {
+
+std::string dimsText(const ShapeDims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+std::optional<AlignedBroadcast> alignBroadcast(const ShapeDims& x, const ShapeDims& y, int64_t axis, std::string* why) {
+  auto fail = [&](const std::string& w) -> std::optional<AlignedBroadcast> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  bool y_shorter = y.size() <= x.size();
+  ShapeDims longer = y_shorter ? x : y, shorter = y_shorter ? y : x;
+  int64_t start = axis == -1 ? int64_t(longer.size() - shorter.size()) : axis;
+  while (axis != -1 && !shorter.empty() && shorter.back() == 1 && start + int64_t(shorter.size()) > int64_t(longer.size()))
+    shorter.pop_back();
+  if (axis == -1) start = int64_t(longer.size() - shorter.size());
+  if (start < 0 || start + int64_t(shorter.size()) > int64_t(longer.size())) return fail("axis out of range");
+  size_t rank = longer.size();
+  ShapeDims padded(rank, 1);
+  for (size_t i = 0; i < shorter.size(); ++i) padded[size_t(start) + i] = shorter[i];
+  AlignedBroadcast a;
+  a.x = y_shorter ? longer : padded;
+  a.y = y_shorter ? padded : longer;
+  a.out.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (a.x[d] != a.y[d] && a.x[d] != 1 && a.y[d] != 1) return fail("dim " + std::to_string(d) + " differs");
+    a.out[d] = a.x[d] == 1 ? a.y[d] : a.x[d];
+  }
+  return a;
+}
+
+std::optional<ShapeDims> resolveReshape(const ShapeDims& x, ShapeDims target, std::string* why) {
+  auto fail = [&](const std::string& w) -> std::optional<ShapeDims> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  const ShapeDims original = target;
+  int64_t x_numel = 1;
+  for (int64_t d : x)
+    if (__builtin_mul_overflow(x_numel, d, &x_numel)) return fail("X " + dimsText(x) + " has too many elements");
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0) {
+      if (i >= x.size()) return fail("shape " + dimsText(original) + " copies dim " + std::to_string(i) + " that X " + dimsText(x) + " lacks");
+      target[i] = x[i];
+    }
+    if (target[i] == -1) {
+      if (infer >= 0) return fail("shape " + dimsText(original) + " has more than one -1");
+      infer = int64_t(i);
+    } else if (target[i] < 0) {
+      return fail("shape " + dimsText(original) + " has a negative dim");
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      return fail("shape " + dimsText(original) + " has too many elements");
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || x_numel % known != 0) return fail("cannot infer the -1 of shape " + dimsText(original) + " from X " + dimsText(x));
+    target[size_t(infer)] = x_numel / known;
+  } else if (known != x_numel) {
+    return fail("shape " + dimsText(original) + " does not hold the " + std::to_string(x_numel) + " elements of X " + dimsText(x));
+  }
+  return target;
+}
+
+std::optional<ShapeDims> broadcastBatchDims(const ShapeDims& a, const ShapeDims& b) {
+  size_t n = std::max(a.size(), b.size());
+  ShapeDims out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<ShapeDims> resolvePermutation(ShapeDims perm, size_t rank) {
+  if (perm.size() != rank) return std::nullopt;
+  std::vector<bool> seen(rank, false);
+  for (int64_t& a : perm) {
+    if (a < 0) a += int64_t(rank);
+    if (a < 0 || a >= int64_t(rank) || seen[size_t(a)]) return std::nullopt;
+    seen[size_t(a)] = true;
+  }
+  return perm;
+}
+
+namespace {
+
+bool known(const Var* v) {
+  if (!v) return false;
+  for (auto d : v->shape)
+    if (d < 0) return false;
+  return true;
+}
+
+// Attribute readers with the kernels' leniency (runtime/kernels/kernel_util.cpp): an integer may be
+// written as an integral number or a bool. Absent: the default. Present but unreadable: nullopt,
+// and the rule is skipped (replay reports the attribute's type).
+std::optional<int64_t> intAttr(const Op& op, std::string_view key, int64_t def) {
+  const std::string_view* raw = op.attrs.find(key);
+  if (!raw) return def;
+  if (auto v = rawToInt(*raw)) return v;
+  if (auto d = rawToNumber(*raw); d && std::floor(*d) == *d && std::fabs(*d) < 9e15) return int64_t(*d);
+  if (auto b = rawToBool(*raw)) return *b ? 1 : 0;
+  return std::nullopt;
+}
+std::optional<bool> boolAttr(const Op& op, std::string_view key, bool def) {
+  const std::string_view* raw = op.attrs.find(key);
+  if (!raw) return def;
+  if (auto b = rawToBool(*raw)) return b;
+  if (auto v = rawToInt(*raw); v && (*v == 0 || *v == 1)) return *v == 1;
+  return std::nullopt;
+}
+std::optional<ShapeDims> intsAttr(const Op& op, std::string_view key, ShapeDims def) {
+  const std::string_view* raw = op.attrs.find(key);
+  if (!raw) return def;
+  if (auto v = rawToIntArray(*raw)) return v;
+  if (auto v = rawToInt(*raw)) return ShapeDims{*v};
+  return std::nullopt;
+}
+
+using Result = std::optional<OpRuleError>;
+
+Result fail(const Op& op, std::string where, const std::string& message) {
+  return OpRuleError{std::move(where), std::string(op.type) + ": " + message};
+}
+
+bool hasArg(const Slot* s) { return s && !s->args.empty(); }
+
+// The slots each kernel requires (requireInput / requireOutput in runtime/kernels).
+struct SlotRule {
+  std::string_view type;
+  std::vector<std::string_view> inputs, outputs;
+};
+const std::vector<SlotRule>& slotRules() {
+  static const std::vector<SlotRule> rules = {
+      {"elementwise_add", {"X", "Y"}, {"Out"}},
+      {"elementwise_mul", {"X", "Y"}, {"Out"}},
+      {"elementwise_add_grad", {"X", "Y", "Out@GRAD"}, {}},
+      {"elementwise_mul_grad", {"X", "Y", "Out@GRAD"}, {}},
+      {"matmul_v2_grad", {"X", "Y", "Out@GRAD"}, {}},
+      {"reshape2", {"X"}, {"Out"}},
+      {"reshape2_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"}},
+      {"transpose2", {"X"}, {"Out"}},
+      {"transpose2_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"}},
+      {"layer_norm", {"X"}, {"Y"}},
+      {"layer_norm_grad", {"X", "Mean", "Variance", "Y@GRAD"}, {}},
+      {"dropout", {"X"}, {"Out"}},
+      {"dropout_grad", {"Out@GRAD"}, {"X@GRAD"}},  // and Mask unless is_test: checkDropout
+      {"gelu", {"X"}, {"Out"}},
+      {"gelu_grad", {"X", "Out@GRAD"}, {"X@GRAD"}},
+      {"relu", {"X"}, {"Out"}},
+      {"relu_grad", {"Out", "Out@GRAD"}, {"X@GRAD"}},
+      {"softmax", {"X"}, {"Out"}},
+      {"softmax_grad", {"Out", "Out@GRAD"}, {"X@GRAD"}},
+      {"scale", {"X"}, {"Out"}},
+      {"fill_constant", {}, {"Out"}},
+      {"assign", {"X"}, {"Out"}},
+      {"depend", {"X"}, {"Out"}},
+      {"sgd", {"Param", "LearningRate", "Grad"}, {"ParamOut"}},
+      {"reduce_sum", {"X"}, {"Out"}},
+      {"reduce_mean", {"X"}, {"Out"}},
+      {"mean", {"X"}, {"Out"}},
+      {"reduce_sum_grad", {"Out@GRAD"}, {"X@GRAD"}},
+      {"reduce_mean_grad", {"Out@GRAD"}, {"X@GRAD"}},
+      {"mean_grad", {"Out@GRAD"}, {"X@GRAD"}},
+      {"sum", {"X"}, {"Out"}},
+  };
+  return rules;
+}
+
+Result checkSlots(const Op& op) {
+  for (const SlotRule& r : slotRules()) {
+    if (r.type != op.type) continue;
+    for (auto s : r.inputs)
+      if (!hasArg(op.input(s))) return fail(op, "/inputs", "missing input " + std::string(s));
+    for (auto s : r.outputs)
+      if (!hasArg(op.output(s))) return fail(op, "/outputs", "missing output " + std::string(s));
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Result requireDims(const Op& op, std::string_view dir, std::string_view slot, const Var* v, const ShapeDims& want, std::string_view why) {
+  if (!known(v) || v->shape == want) return std::nullopt;
+  return fail(op, std::string(dir) + "/" + std::string(slot) + "/0",
+              std::string(slot) + " " + dimsText(v->shape) + " should be " + dimsText(want) + " (" + std::string(why) + ")");
+}
+
+Result checkElementwise(const Op& op, bool grad) {
+  const Var *x = op.in("X"), *y = op.in("Y");
+  if (!known(x) || !known(y)) return std::nullopt;
+  auto axis = intAttr(op, "axis", -1);
+  if (!axis) return std::nullopt;
+  std::string why;
+  auto b = alignBroadcast(x->shape, y->shape, *axis, &why);
+  if (!b)
+    return fail(op, why == "axis out of range" ? "/attrs/axis" : "",
+                "X " + dimsText(x->shape) + " and Y " + dimsText(y->shape) + " do not broadcast with axis=" + std::to_string(*axis) + ": " + why);
+  if (grad) {
+    if (auto e = requireDims(op, "/inputs", "Out@GRAD", op.in("Out@GRAD"), b->out, "X and Y broadcast")) return e;
+    if (auto e = requireDims(op, "/outputs", "X@GRAD", op.out("X@GRAD"), x->shape, "the shape of X")) return e;
+    return requireDims(op, "/outputs", "Y@GRAD", op.out("Y@GRAD"), y->shape, "the shape of Y");
+  }
+  return requireDims(op, "/outputs", "Out", op.out("Out"), b->out, "X and Y broadcast");
+}
+
+// Out, when present, is [0, ...X dims] (Paddle's record of X's shape for the grad op).
+Result checkXShape(const Op& op, const Var* x) {
+  ShapeDims want = x->shape;
+  want.insert(want.begin(), 0);
+  return requireDims(op, "/outputs", "XShape", op.out("XShape"), want, "[0, ...X dims]");
+}
+
+Result checkReshape(const Op& op) {
+  const Var* x = op.in("X");
+  if (!known(x) || hasArg(op.input("Shape"))) return std::nullopt;  // a Shape input is data
+  auto shape = intsAttr(op, "shape", {});
+  if (!shape) return std::nullopt;
+  std::string why;
+  auto target = resolveReshape(x->shape, *shape, &why);
+  if (!target) return fail(op, "/attrs/shape", why);
+  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), *target, "X reshaped")) return e;
+  return checkXShape(op, x);
+}
+
+Result checkTranspose(const Op& op) {
+  const Var* x = op.in("X");
+  if (!known(x)) return std::nullopt;
+  auto axis = intsAttr(op, "axis", {});
+  if (!axis) return std::nullopt;
+  auto perm = resolvePermutation(*axis, x->shape.size());
+  if (!perm) return fail(op, "/attrs/axis", "axis " + dimsText(*axis) + " is no permutation of " + std::to_string(x->shape.size()) + " dims");
+  ShapeDims want(perm->size());
+  for (size_t i = 0; i < perm->size(); ++i) want[i] = x->shape[size_t((*perm)[i])];
+  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), want, "X transposed by axis")) return e;
+  return checkXShape(op, x);
+}
+
+// gelu, relu, softmax: Out has X's shape; softmax's axis is a dim of X.
+Result checkUnary(const Op& op) {
+  const Var* x = op.in("X");
+  if (!known(x)) return std::nullopt;
+  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), x->shape, "X's shape")) return e;
+  if (op.type != "softmax" || x->shape.empty()) return std::nullopt;
+  auto axis = intAttr(op, "axis", -1);
+  int64_t r = int64_t(x->shape.size());
+  if (axis && (*axis < -r || *axis >= r))
+    return fail(op, "/attrs/axis", "axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
+  return std::nullopt;
+}
+
+Result checkLayerNorm(const Op& op) {
+  const Var* x = op.in("X");
+  if (!known(x) || x->shape.empty()) return std::nullopt;
+  auto axis = intAttr(op, "begin_norm_axis", 1);
+  int64_t r = int64_t(x->shape.size());
+  if (axis && (*axis < -r || *axis > r))
+    return fail(op, "/attrs/begin_norm_axis", "begin_norm_axis " + std::to_string(*axis) + " is out of range for X " + dimsText(x->shape));
+  return requireDims(op, "/outputs", "Y", op.out("Y"), x->shape, "X's shape");
+}
+
+Result checkReduce(const Op& op) {
+  const Var* x = op.in("X");
+  if (!known(x)) return std::nullopt;
+  bool all_by_op = op.type == "mean";
+  auto reduce_all = boolAttr(op, "reduce_all", false);
+  auto dims = all_by_op ? std::optional<ShapeDims>(ShapeDims{}) : intsAttr(op, "dim", {0});
+  auto keep = boolAttr(op, "keep_dim", false);
+  if (!reduce_all || !dims || !keep) return std::nullopt;
+  bool all = all_by_op || *reduce_all || dims->empty() || x->shape.empty();
+  bool keep_dim = !all_by_op && *keep;
+  size_t r = x->shape.size();
+  std::vector<bool> reduced(r, all);
+  for (int64_t d : *dims) {
+    if (all) break;
+    int64_t a = d < 0 ? d + int64_t(r) : d;
+    if (a < 0 || a >= int64_t(r)) return fail(op, "/attrs/dim", "dim " + std::to_string(d) + " is out of range for rank " + std::to_string(r));
+    reduced[size_t(a)] = true;
+  }
+  ShapeDims out;
+  for (size_t d = 0; d < r; ++d)
+    if (!reduced[d]) out.push_back(x->shape[d]);
+    else if (keep_dim) out.push_back(1);
+  const Var* y = op.out("Out");
+  if (out.empty() && known(y) && y->shape == ShapeDims{1}) return std::nullopt;  // [1] or [] for a full reduction
+  return requireDims(op, "/outputs", "Out", y, out, "X reduced");
+}
+
+Result checkDropout(const Op& op) {
+  bool grad = op.type == "dropout_grad";
+  auto is_test = boolAttr(op, "is_test", false);
+  if (grad && is_test && !*is_test && !hasArg(op.input("Mask"))) return fail(op, "/inputs", "missing input Mask");
+  const Var* x = op.in(grad ? "Out@GRAD" : "X");
+  if (known(x)) {
+    if (auto e = requireDims(op, "/outputs", grad ? "X@GRAD" : "Out", op.out(grad ? "X@GRAD" : "Out"), x->shape, grad ? "Out@GRAD's shape" : "X's shape")) return e;
+    const Var* mask = grad ? op.in("Mask") : op.out("Mask");
+    if (auto e = requireDims(op, grad ? "/inputs" : "/outputs", "Mask", mask, x->shape, grad ? "Out@GRAD's shape" : "X's shape")) return e;
+  }
+  if (const std::string_view* raw = op.attrs.find("dropout_prob")) {
+    auto p = rawToNumber(*raw);
+    if (p && !(*p >= 0.0 && *p <= 1.0)) return fail(op, "/attrs/dropout_prob", "dropout_prob " + std::to_string(*p) + " is outside [0, 1]");
+  }
+  if (const std::string_view* raw = op.attrs.find("dropout_implementation")) {
+    auto impl = rawToString(*raw);
+    if (impl && *impl != "downgrade_in_infer" && *impl != "upscale_in_train")
+      return fail(op, "/attrs/dropout_implementation", "dropout_implementation \"" + *impl + "\" is neither downgrade_in_infer nor upscale_in_train");
+  }
+  return std::nullopt;
+}
+
+Result checkSgd(const Op& op) {
+  const Var* lr = op.in("LearningRate");
+  if (known(lr) && lr->numel() != 1)
+    return fail(op, "/inputs/LearningRate/0", "LearningRate " + dimsText(lr->shape) + " should hold one element");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<OpRuleError> checkOpRules(const Op& op) {
+  if (auto e = checkSlots(op)) return e;
+  const std::string_view t = op.type;
+  if (t == "elementwise_add" || t == "elementwise_mul") return checkElementwise(op, false);
+  if (t == "elementwise_add_grad" || t == "elementwise_mul_grad") return checkElementwise(op, true);
+  if (t == "reshape2") return checkReshape(op);
+  if (t == "transpose2") return checkTranspose(op);
+  if (t == "gelu" || t == "relu" || t == "softmax") return checkUnary(op);
+  if (t == "layer_norm") return checkLayerNorm(op);
+  if (t == "reduce_sum" || t == "reduce_mean" || t == "mean") return checkReduce(op);
+  if (t == "dropout" || t == "dropout_grad") return checkDropout(op);
+  if (t == "sgd") return checkSgd(op);
+  return std::nullopt;
+}
+
+}  // namespace spopt
