@@ -73,6 +73,17 @@ std::optional<ShapeDims> resolveReshape(const ShapeDims& x, ShapeDims target, st
   return target;
 }
 
+DTypeStorage dtypeStorage(DType t) {
+  switch (t) {
+    case DType::Float64: return DTypeStorage::F64;
+    case DType::Int32:
+    case DType::Int64: return DTypeStorage::I64;
+    case DType::Bool:
+    case DType::UInt8: return DTypeStorage::U8;
+    default: return DTypeStorage::F32;
+  }
+}
+
 std::optional<ShapeDims> broadcastBatchDims(const ShapeDims& a, const ShapeDims& b) {
   size_t n = std::max(a.size(), b.size());
   ShapeDims out(n);
@@ -199,8 +210,30 @@ Result requireDims(const Op& op, std::string_view dir, std::string_view slot, co
               std::string(slot) + " " + dimsText(v->shape) + " should be " + dimsText(want) + " (" + std::string(why) + ")");
 }
 
+// A kernel's requireSameStorage(a, b): `a` (in `dir`) must be stored like `b`.
+Result requireSameStorage(const Op& op, std::string_view dir, std::string_view a_slot, const Var* a, std::string_view b_slot, const Var* b) {
+  if (!a || !b || dtypeStorage(a->dtype) == dtypeStorage(b->dtype)) return std::nullopt;
+  return fail(op, std::string(dir) + "/" + std::string(a_slot) + "/0",
+              std::string(a_slot) + " is " + std::string(dtypeName(a->dtype)) + " but " + std::string(b_slot) + " is " + std::string(dtypeName(b->dtype)));
+}
+
+// A kernel's requireFloat / dispatchFloat: the input is stored as float32 or float64.
+Result requireFloat(const Op& op, std::string_view slot, const Var* v) {
+  if (!v) return std::nullopt;
+  auto st = dtypeStorage(v->dtype);
+  if (st == DTypeStorage::F32 || st == DTypeStorage::F64) return std::nullopt;
+  return fail(op, "/inputs/" + std::string(slot) + "/0", std::string(slot) + " is " + std::string(dtypeName(v->dtype)) + ", not a floating type");
+}
+
 Result checkElementwise(const Op& op, bool grad) {
   const Var *x = op.in("X"), *y = op.in("Y");
+  if (auto e = requireSameStorage(op, "/inputs", "Y", y, "X", x)) return e;
+  if (grad) {
+    if (auto e = requireSameStorage(op, "/inputs", "Out@GRAD", op.in("Out@GRAD"), "X", x)) return e;
+  } else if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) {
+    return e;
+  }
+  if (auto e = requireFloat(op, "X", x)) return e;
   if (!known(x) || !known(y)) return std::nullopt;
   auto axis = intAttr(op, "axis", -1);
   if (!axis) return std::nullopt;
@@ -238,6 +271,7 @@ Result checkReshape(const Op& op) {
 
 Result checkTranspose(const Op& op) {
   const Var* x = op.in("X");
+  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
   if (!known(x)) return std::nullopt;
   auto axis = intsAttr(op, "axis", {});
   if (!axis) return std::nullopt;
@@ -252,6 +286,8 @@ Result checkTranspose(const Op& op) {
 // gelu, relu, softmax: Out has X's shape; softmax's axis is a dim of X.
 Result checkUnary(const Op& op) {
   const Var* x = op.in("X");
+  if (auto e = requireFloat(op, "X", x)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
   if (!known(x)) return std::nullopt;
   if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), x->shape, "X's shape")) return e;
   if (op.type != "softmax" || x->shape.empty()) return std::nullopt;
@@ -264,16 +300,37 @@ Result checkUnary(const Op& op) {
 
 Result checkLayerNorm(const Op& op) {
   const Var* x = op.in("X");
+  if (auto e = requireFloat(op, "X", x)) return e;
+  if (op.type == "layer_norm")
+    if (auto e = requireSameStorage(op, "/outputs", "Y", op.out("Y"), "X", x)) return e;
   if (!known(x) || x->shape.empty()) return std::nullopt;
   auto axis = intAttr(op, "begin_norm_axis", 1);
   int64_t r = int64_t(x->shape.size());
   if (axis && (*axis < -r || *axis > r))
     return fail(op, "/attrs/begin_norm_axis", "begin_norm_axis " + std::to_string(*axis) + " is out of range for X " + dimsText(x->shape));
-  return requireDims(op, "/outputs", "Y", op.out("Y"), x->shape, "X's shape");
+  if (auto e = requireDims(op, "/outputs", "Y", op.out("Y"), x->shape, "X's shape")) return e;
+  if (!axis) return std::nullopt;
+  // Scale and Bias hold one value per normalised element, Mean and Variance one per row.
+  size_t begin = size_t(*axis < 0 ? *axis + r : *axis);
+  int64_t rows = 1, cols = 1;
+  for (size_t d = 0; d < x->shape.size(); ++d) (d < begin ? rows : cols) *= x->shape[d];
+  auto count = [&](std::string_view dir, std::string_view slot, const Var* v, int64_t n, const char* what) -> Result {
+    if (!known(v) || v->numel() == n) return std::nullopt;
+    return fail(op, std::string(dir) + "/" + std::string(slot) + "/0",
+                std::string(slot) + " " + dimsText(v->shape) + " should hold " + std::to_string(n) + " values (" + what + ")");
+  };
+  bool grad = op.type == "layer_norm_grad";
+  if (auto e = count("/inputs", "Scale", op.in("Scale"), cols, "the normalised dims of X")) return e;
+  if (!grad) return count("/inputs", "Bias", op.in("Bias"), cols, "the normalised dims of X");
+  if (auto e = requireDims(op, "/inputs", "Y@GRAD", op.in("Y@GRAD"), x->shape, "X's shape")) return e;
+  if (auto e = count("/inputs", "Mean", op.in("Mean"), rows, "the leading dims of X")) return e;
+  return count("/inputs", "Variance", op.in("Variance"), rows, "the leading dims of X");
 }
 
 Result checkReduce(const Op& op) {
   const Var* x = op.in("X");
+  if (auto e = requireFloat(op, "X", x)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
   if (!known(x)) return std::nullopt;
   bool all_by_op = op.type == "mean";
   auto reduce_all = boolAttr(op, "reduce_all", false);
@@ -304,6 +361,11 @@ Result checkDropout(const Op& op) {
   auto is_test = boolAttr(op, "is_test", false);
   if (grad && is_test && !*is_test && !hasArg(op.input("Mask"))) return fail(op, "/inputs", "missing input Mask");
   const Var* x = op.in(grad ? "Out@GRAD" : "X");
+  if (auto e = requireFloat(op, grad ? "Out@GRAD" : "X", x)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", grad ? "X@GRAD" : "Out", op.out(grad ? "X@GRAD" : "Out"), grad ? "Out@GRAD" : "X", x)) return e;
+  const Var* m = grad ? op.in("Mask") : op.out("Mask");
+  if (m && dtypeStorage(m->dtype) != DTypeStorage::U8)
+    return fail(op, std::string(grad ? "/inputs" : "/outputs") + "/Mask/0", "Mask is " + std::string(dtypeName(m->dtype)) + ", not uint8 or bool");
   if (known(x)) {
     if (auto e = requireDims(op, "/outputs", grad ? "X@GRAD" : "Out", op.out(grad ? "X@GRAD" : "Out"), x->shape, grad ? "Out@GRAD's shape" : "X's shape")) return e;
     const Var* mask = grad ? op.in("Mask") : op.out("Mask");
@@ -318,6 +380,13 @@ Result checkDropout(const Op& op) {
     if (impl && *impl != "downgrade_in_infer" && *impl != "upscale_in_train")
       return fail(op, "/attrs/dropout_implementation", "dropout_implementation \"" + *impl + "\" is neither downgrade_in_infer nor upscale_in_train");
   }
+  return std::nullopt;
+}
+
+// nop: no outputs, or one Out per X.
+Result checkNop(const Op& op) {
+  size_t n_out = op.outputCount("Out"), n_in = op.inputCount("X");
+  if (n_out && n_out != n_in) return fail(op, "/outputs/Out", "has " + std::to_string(n_out) + " Out but " + std::to_string(n_in) + " X");
   return std::nullopt;
 }
 
@@ -338,7 +407,8 @@ std::optional<OpRuleError> checkOpRules(const Op& op) {
   if (t == "reshape2") return checkReshape(op);
   if (t == "transpose2") return checkTranspose(op);
   if (t == "gelu" || t == "relu" || t == "softmax") return checkUnary(op);
-  if (t == "layer_norm") return checkLayerNorm(op);
+  if (t == "layer_norm" || t == "layer_norm_grad") return checkLayerNorm(op);
+  if (t == "nop") return checkNop(op);
   if (t == "reduce_sum" || t == "reduce_mean" || t == "mean") return checkReduce(op);
   if (t == "dropout" || t == "dropout_grad") return checkDropout(op);
   if (t == "sgd") return checkSgd(op);

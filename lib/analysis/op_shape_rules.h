@@ -43,6 +43,11 @@ std::optional<ShapeDims> resolvePermutation(ShapeDims perm, size_t rank);
 // matmul_v2's batch dims (all but the last two), right-aligned, each pair equal or one of them 1.
 std::optional<ShapeDims> broadcastBatchDims(const ShapeDims& a, const ShapeDims& b);
 
+// How replay stores a dtype (runtime/tensor.h Storage is this): float16 and bfloat16 compute in
+// float32, int32 in int64, bool in uint8. Kernels require equal storage, not equal dtypes.
+enum class DTypeStorage : uint8_t { F32, F64, I64, U8 };
+DTypeStorage dtypeStorage(DType t);
+
 std::string dimsText(const ShapeDims& d);  // "[4,3]"
 
 }  // namespace spopt

@@ -1,5 +1,7 @@
 #include "runtime/tensor.h"
 
+#include "analysis/op_shape_rules.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -9,14 +11,14 @@
 namespace spopt::rt {
 
 Storage storageOf(DType t) {
-  switch (t) {
-    case DType::Float64: return Storage::F64;
-    case DType::Int32:
-    case DType::Int64: return Storage::I64;
-    case DType::Bool:
-    case DType::UInt8: return Storage::U8;
-    default: return Storage::F32;
+  // The mapping is shared with the verifier's dtype rules (analysis/op_shape_rules.h).
+  switch (dtypeStorage(t)) {
+    case DTypeStorage::F64: return Storage::F64;
+    case DTypeStorage::I64: return Storage::I64;
+    case DTypeStorage::U8: return Storage::U8;
+    case DTypeStorage::F32: break;
   }
+  return Storage::F32;
 }
 
 size_t storageSize(Storage s) {

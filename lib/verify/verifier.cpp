@@ -280,6 +280,9 @@ class Verifier {
     for (const auto& a : xs->args) {
       if (!known(a.var)) return;
       if (a.var->shape.size() != y->shape.size()) return report(opPtr(op), "concat input \"" + std::string(a.name) + "\" has rank " + std::to_string(a.var->shape.size()) + ", output " + shapeText(*y));
+      for (size_t d = 0; d < y->shape.size(); ++d)  // replay's kernel joins inputs equal off the axis
+        if (int64_t(d) != axis && a.var->shape[d] != y->shape[d])
+          return report(opPtr(op), "concat input \"" + std::string(a.name) + "\" " + shapeText(*a.var) + " differs from output " + shapeText(*y) + " outside axis " + std::to_string(axis));
       total += a.var->shape[axis];
     }
     if (total != y->shape[axis]) report(opPtr(op), "concat inputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but output is " + shapeText(*y));
