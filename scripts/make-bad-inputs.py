@@ -56,7 +56,8 @@ j["programs"][1]["blocks"][0]["vars"] += [{"name": "y_2", "shape": [2, 5], "dtyp
                                           {"name": "y_3", "shape": [2, 5], "dtype": "float32"}]
 write("collective_order_mismatch", j)
 j = job(); j["programs"][1]["blocks"][0]["vars"][1]["shape"] = [4, 5]; write("matmul_inner_dims", j)
-j = job(); j["programs"][0]["blocks"][0]["vars"][4]["shape"] = [3, 5]; write("split_sizes", j)
+# (the gelu then reads y_1, whose [2,5] its output has: the split is the one defect)
+j = job(); j["programs"][0]["blocks"][0]["vars"][4]["shape"] = [3, 5]; j["programs"][0]["blocks"][0]["ops"][3]["inputs"]["X"] = ["y_1"]; write("split_sizes", j)
 j = job(); j["programs"][0]["fetch"] = ["nope"]; write("fetch_undeclared", j)
 j = job(); j["programs"][0]["blocks"][0]["vars"].append(dict(j["programs"][0]["blocks"][0]["vars"][2])); write("var_declared_twice", j)
 j = job(); j["programs"][0]["blocks"][0]["parent_idx"] = 3; write("missing_parent_block", j)
