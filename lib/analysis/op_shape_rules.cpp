@@ -383,6 +383,55 @@ Result checkDropout(const Op& op) {
   return std::nullopt;
 }
 
+// gelu_grad (against X), relu_grad and softmax_grad (against Out): Out@GRAD and X@GRAD are stored
+// and shaped like the reference; softmax_grad's axis is a dim of it.
+Result checkPointwiseGrad(const Op& op) {
+  const char* ref_slot = op.type == "gelu_grad" ? "X" : "Out";
+  const Var* ref = op.in(ref_slot);
+  if (auto e = requireFloat(op, ref_slot, ref)) return e;
+  if (auto e = requireSameStorage(op, "/inputs", "Out@GRAD", op.in("Out@GRAD"), ref_slot, ref)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "X@GRAD", op.out("X@GRAD"), ref_slot, ref)) return e;
+  if (!known(ref)) return std::nullopt;
+  const std::string why = std::string(ref_slot) + "'s shape";
+  if (auto e = requireDims(op, "/inputs", "Out@GRAD", op.in("Out@GRAD"), ref->shape, why)) return e;
+  if (auto e = requireDims(op, "/outputs", "X@GRAD", op.out("X@GRAD"), ref->shape, why)) return e;
+  if (op.type != "softmax_grad" || ref->shape.empty()) return std::nullopt;
+  auto axis = intAttr(op, "axis", -1);
+  int64_t r = int64_t(ref->shape.size());
+  if (axis && (*axis < -r || *axis >= r))
+    return fail(op, "/attrs/axis", "axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
+  return std::nullopt;
+}
+
+// scale: Out like X; a ScaleTensor holds one element.
+Result checkScale(const Op& op) {
+  const Var* x = op.in("X");
+  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
+  if (known(x))
+    if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), x->shape, "X's shape")) return e;
+  const Var* st = op.in("ScaleTensor");
+  if (known(st) && st->numel() != 1)
+    return fail(op, "/inputs/ScaleTensor/0", "ScaleTensor " + dimsText(st->shape) + " should hold one element");
+  return std::nullopt;
+}
+
+// sum: every X stored and shaped like Out, which is floating.
+Result checkSum(const Op& op) {
+  const Var* out = op.out("Out");
+  if (!out) return std::nullopt;
+  auto st = dtypeStorage(out->dtype);
+  if (st != DTypeStorage::F32 && st != DTypeStorage::F64)
+    return fail(op, "/outputs/Out/0", "Out is " + std::string(dtypeName(out->dtype)) + ", not a floating type");
+  const Slot* xs = op.input("X");
+  for (size_t i = 0; xs && i < xs->args.size(); ++i) {
+    const Var* x = xs->args[i].var;
+    std::string name = "X[" + std::to_string(i) + "]", at = "/inputs/X/" + std::to_string(i);
+    if (dtypeStorage(x->dtype) != st) return fail(op, at, name + " is " + std::string(dtypeName(x->dtype)) + " but Out is " + std::string(dtypeName(out->dtype)));
+    if (known(x) && known(out) && x->shape != out->shape) return fail(op, at, name + " " + dimsText(x->shape) + " differs from Out " + dimsText(out->shape));
+  }
+  return std::nullopt;
+}
+
 // nop: no outputs, or one Out per X.
 Result checkNop(const Op& op) {
   size_t n_out = op.outputCount("Out"), n_in = op.inputCount("X");
@@ -409,6 +458,9 @@ std::optional<OpRuleError> checkOpRules(const Op& op) {
   if (t == "gelu" || t == "relu" || t == "softmax") return checkUnary(op);
   if (t == "layer_norm" || t == "layer_norm_grad") return checkLayerNorm(op);
   if (t == "nop") return checkNop(op);
+  if (t == "gelu_grad" || t == "relu_grad" || t == "softmax_grad") return checkPointwiseGrad(op);
+  if (t == "scale") return checkScale(op);
+  if (t == "sum") return checkSum(op);
   if (t == "reduce_sum" || t == "reduce_mean" || t == "mean") return checkReduce(op);
   if (t == "dropout" || t == "dropout_grad") return checkDropout(op);
   if (t == "sgd") return checkSgd(op);

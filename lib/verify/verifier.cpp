@@ -263,6 +263,8 @@ class Verifier {
                                                            std::to_string((*resolved)[i]) + " rows along axis " + std::to_string(axis) + ", but output \"" +
                                                            std::string(outs->args[i].var->name) + "\" has " + std::to_string(outs->args[i].var->shape[axis]));
     }
+    if (!(num && *num > 0) && !(sections && !sections->empty()))
+      return report(opPtr(op) + "/attrs", "split needs num > 0 or non-empty sections (replay splits by them)");
     if (num && *num > 0 && *num != int64_t(outs->args.size()))
       report(opPtr(op) + "/attrs/num", "split num is " + std::to_string(*num) + " but it has " + std::to_string(outs->args.size()) + " outputs");
     if (num && *num > 0 && x->shape[axis] % *num != 0)

@@ -41,6 +41,6 @@ out=$("$SP_OPT" replay "$JOBS/hand_tp2_legacy.json" --backend mpi 2>&1); rc=$?
 out=$(timeout 120 mpirun -n 3 --oversubscribe "$SP_OPT" replay "$JOBS/hand_tp2_legacy.json" --backend mpi 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "MPI_COMM_WORLD has 3 processes but the job's world_size is 2" || bad "mpirun -n 3: exit $rc: $out"
 out=$(timeout 120 mpirun -n 2 --oversubscribe "$SP_OPT" replay "$JOBS/bad_rank1_kernel_fails.json" --backend mpi 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$out" | grep -q "op 'scale' (rank 1, block 0, op 1)" || bad "failing rank under mpi: exit $rc: $out"
+[ $rc -eq 2 ] && echo "$out" | grep -q "op 'reshape2' (rank 1, block 0, op 2)" || bad "failing rank under mpi: exit $rc: $out"
 [ $fail -eq 0 ] && echo "mpi_replay: all ok"
 exit $fail

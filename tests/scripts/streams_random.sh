@@ -60,12 +60,12 @@ import json, sys
 job = json.load(open(sys.argv[1]))
 for p in job['programs']:
     for op in p['blocks'][0]['ops']:
-        if op['type'] == 'scale': op.setdefault('dist_attr', {})['execution_stream'] = 'side'
+        if op['type'] == 'reshape2': op.setdefault('dist_attr', {})['execution_stream'] = 'side'
 json.dump(job, open(sys.argv[2], 'w'))
 PY
 start=$(date +%s)
 out=$(timeout 30 "$SP_OPT" replay "$tmp/fails.json" --timeout 20 2>&1); rc=$?
-[ $rc = 2 ] && echo "$out" | grep -q "op 'scale' (rank 1, block 0, op 1)" && [ $(($(date +%s) - start)) -lt 10 ] ||
+[ $rc = 2 ] && echo "$out" | grep -q "op 'reshape2' (rank 1, block 0, op 2)" && [ $(($(date +%s) - start)) -lt 10 ] ||
   { echo "FAIL: a kernel failing on a side stream: exit $rc after $(($(date +%s) - start)) s: $out"; fail=1; }
 
 echo "streams_random: $N jobs, $rings rings, $streams (rank, comm stream) pairs, $events explicit events; the pass's outputs: $pass_rings comm streams; $hangs hangs"
