@@ -327,12 +327,10 @@ Result checkLayerNorm(const Op& op) {
   return count("/inputs", "Variance", op.in("Variance"), rows, "the leading dims of X");
 }
 
-Result checkReduce(const Op& op) {
-  const Var* x = op.in("X");
-  if (auto e = requireFloat(op, "X", x)) return e;
-  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
-  if (!known(x)) return std::nullopt;
-  bool all_by_op = op.type == "mean";
+// The declared shape of a reduction of `x` (runtime/kernels/reduce.cpp reduceSpec): `dim` (default
+// [0]) normalised, all dims when reduce_all, dim is empty or x is 0-D (and always for `mean`).
+Result reducedShape(const Op& op, const Var* x, std::string_view dir, std::string_view slot, const Var* y) {
+  bool all_by_op = op.type == "mean" || op.type == "mean_grad";
   auto reduce_all = boolAttr(op, "reduce_all", false);
   auto dims = all_by_op ? std::optional<ShapeDims>(ShapeDims{}) : intsAttr(op, "dim", {0});
   auto keep = boolAttr(op, "keep_dim", false);
@@ -351,9 +349,46 @@ Result checkReduce(const Op& op) {
   for (size_t d = 0; d < r; ++d)
     if (!reduced[d]) out.push_back(x->shape[d]);
     else if (keep_dim) out.push_back(1);
-  const Var* y = op.out("Out");
   if (out.empty() && known(y) && y->shape == ShapeDims{1}) return std::nullopt;  // [1] or [] for a full reduction
-  return requireDims(op, "/outputs", "Out", y, out, "X reduced");
+  return requireDims(op, dir, slot, y, out, "X reduced");
+}
+
+Result checkReduce(const Op& op) {
+  const Var* x = op.in("X");
+  if (auto e = requireFloat(op, "X", x)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
+  if (!known(x)) return std::nullopt;
+  return reducedShape(op, x, "/outputs", "Out", op.out("Out"));
+}
+
+// reduce_*_grad: X@GRAD has X's shape (when X is given) and Out@GRAD is X@GRAD reduced.
+Result checkReduceGrad(const Op& op) {
+  const Var *g = op.in("Out@GRAD"), *dx = op.out("X@GRAD");
+  if (auto e = requireFloat(op, "Out@GRAD", g)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "X@GRAD", dx, "Out@GRAD", g)) return e;
+  if (!known(dx)) return std::nullopt;
+  if (const Var* x = op.in("X"); known(x))
+    if (auto e = requireDims(op, "/outputs", "X@GRAD", dx, x->shape, "the shape of X")) return e;
+  return reducedShape(op, dx, "/inputs", "Out@GRAD", g);
+}
+
+// reshape2_grad / transpose2_grad: XShape is [0, ...X dims]; X@GRAD has X's dims; for transpose2,
+// Out@GRAD is X transposed by axis.
+Result checkShapeGrad(const Op& op) {
+  const Var *xs = op.in("XShape"), *g = op.in("Out@GRAD"), *dx = op.out("X@GRAD");
+  if (auto e = requireSameStorage(op, "/outputs", "X@GRAD", dx, "Out@GRAD", g)) return e;
+  if (!known(xs)) return std::nullopt;
+  if (xs->shape.empty()) return fail(op, "/inputs/XShape/0", "XShape [] should be [0, ...X dims]");
+  ShapeDims xdims(xs->shape.begin() + 1, xs->shape.end());
+  if (auto e = requireDims(op, "/outputs", "X@GRAD", dx, xdims, "XShape's dims[1:]")) return e;
+  if (op.type != "transpose2_grad") return std::nullopt;
+  auto axis = intsAttr(op, "axis", {});
+  if (!axis) return std::nullopt;
+  auto perm = resolvePermutation(*axis, xdims.size());
+  if (!perm) return fail(op, "/attrs/axis", "axis " + dimsText(*axis) + " is no permutation of " + std::to_string(xdims.size()) + " dims");
+  ShapeDims want(perm->size());
+  for (size_t i = 0; i < perm->size(); ++i) want[i] = xdims[size_t((*perm)[i])];
+  return requireDims(op, "/inputs", "Out@GRAD", g, want, "X transposed by axis");
 }
 
 Result checkDropout(const Op& op) {
@@ -439,7 +474,23 @@ Result checkNop(const Op& op) {
   return std::nullopt;
 }
 
+// assign: Out is X's copy (same storage and shape).
+Result checkAssign(const Op& op) {
+  const Var* x = op.in("X");
+  if (known(x))
+    if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), x->shape, "X's shape")) return e;
+  return requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x);
+}
+
 Result checkSgd(const Op& op) {
+  const Var* param = op.in("Param");
+  if (auto e = requireFloat(op, "Param", param)) return e;
+  if (auto e = requireSameStorage(op, "/inputs", "Grad", op.in("Grad"), "Param", param)) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "ParamOut", op.out("ParamOut"), "Param", param)) return e;
+  if (known(param)) {
+    if (auto e = requireDims(op, "/inputs", "Grad", op.in("Grad"), param->shape, "Param's shape")) return e;
+    if (auto e = requireDims(op, "/outputs", "ParamOut", op.out("ParamOut"), param->shape, "Param's shape")) return e;
+  }
   const Var* lr = op.in("LearningRate");
   if (known(lr) && lr->numel() != 1)
     return fail(op, "/inputs/LearningRate/0", "LearningRate " + dimsText(lr->shape) + " should hold one element");
@@ -461,6 +512,9 @@ std::optional<OpRuleError> checkOpRules(const Op& op) {
   if (t == "gelu_grad" || t == "relu_grad" || t == "softmax_grad") return checkPointwiseGrad(op);
   if (t == "scale") return checkScale(op);
   if (t == "sum") return checkSum(op);
+  if (t == "reduce_sum_grad" || t == "reduce_mean_grad" || t == "mean_grad") return checkReduceGrad(op);
+  if (t == "reshape2_grad" || t == "transpose2_grad") return checkShapeGrad(op);
+  if (t == "assign") return checkAssign(op);
   if (t == "reduce_sum" || t == "reduce_mean" || t == "mean") return checkReduce(op);
   if (t == "dropout" || t == "dropout_grad") return checkDropout(op);
   if (t == "sgd") return checkSgd(op);
