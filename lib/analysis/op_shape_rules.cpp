@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string_view>
 
 #include "ir/json_text.h"
@@ -81,6 +82,20 @@ DTypeStorage dtypeStorage(DType t) {
     case DType::Bool:
     case DType::UInt8: return DTypeStorage::U8;
     default: return DTypeStorage::F32;
+  }
+}
+
+std::optional<DType> dtypeFromPaddleCode(int64_t code) {
+  switch (code) {
+    case 0: return DType::Bool;
+    case 2: return DType::Int32;
+    case 3: return DType::Int64;
+    case 4: return DType::Float16;
+    case 5: return DType::Float32;
+    case 6: return DType::Float64;
+    case 20: return DType::UInt8;
+    case 22: return DType::BFloat16;
+    default: return std::nullopt;
   }
 }
 
@@ -474,6 +489,45 @@ Result checkNop(const Op& op) {
   return std::nullopt;
 }
 
+// fill_constant (runtime/kernels/misc.cpp): a dtype attribute (name or Paddle code) stored like
+// Out; a shape attribute, unless a ShapeTensor gives it, matching Out ([] and [1] both hold one
+// value); a non-empty str_value that is a number; a ValueTensor of one element.
+Result checkFillConstant(const Op& op) {
+  const Var* out = op.out("Out");
+  if (!out) return std::nullopt;
+  if (const std::string_view* raw = op.attrs.find("dtype")) {
+    std::optional<DType> t;
+    if (rawIsString(*raw)) {
+      std::string name = rawToString(*raw).value_or("");
+      std::string_view n = name;
+      if (n.substr(0, 7) == "paddle.") n.remove_prefix(7);
+      t = parseDType(n);
+      if (!t) return fail(op, "/attrs/dtype", "dtype \"" + name + "\" is not a known dtype");
+    } else if (auto code = intAttr(op, "dtype", 5)) {
+      t = dtypeFromPaddleCode(*code);
+      if (!t) return fail(op, "/attrs/dtype", "dtype " + std::to_string(*code) + " is not a supported Paddle dtype code");
+    }
+    if (t && dtypeStorage(*t) != dtypeStorage(out->dtype))
+      return fail(op, "/attrs/dtype", "dtype attribute " + std::string(dtypeName(*t)) + " disagrees with Out's " + std::string(dtypeName(out->dtype)));
+  }
+  bool shape_from_input = hasArg(op.input("ShapeTensor")) || op.inputCount("ShapeTensorList") > 0;
+  if (!shape_from_input && op.attrs.has("shape") && known(out)) {
+    auto shape = intsAttr(op, "shape", {});
+    if (shape && out->shape != *shape && !(shape->empty() && out->numel() == 1) && !(out->shape.empty() && *shape == ShapeDims{1}))
+      return fail(op, "/outputs/Out/0", "Out " + dimsText(out->shape) + " should be " + dimsText(*shape) + " (the shape attribute)");
+  }
+  std::string str;
+  if (const std::string_view* raw = op.attrs.find("str_value")) str = rawToString(*raw).value_or("");
+  if (!str.empty()) {
+    char* end = nullptr;
+    std::strtod(str.c_str(), &end);
+    if (end == str.c_str() || *end) return fail(op, "/attrs/str_value", "str_value \"" + str + "\" is not a number");
+  } else if (const Var* vt = op.in("ValueTensor"); known(vt) && vt->numel() != 1) {
+    return fail(op, "/inputs/ValueTensor/0", "ValueTensor " + dimsText(vt->shape) + " should hold one element");
+  }
+  return std::nullopt;
+}
+
 // assign: Out is X's copy (same storage and shape).
 Result checkAssign(const Op& op) {
   const Var* x = op.in("X");
@@ -515,6 +569,7 @@ std::optional<OpRuleError> checkOpRules(const Op& op) {
   if (t == "reduce_sum_grad" || t == "reduce_mean_grad" || t == "mean_grad") return checkReduceGrad(op);
   if (t == "reshape2_grad" || t == "transpose2_grad") return checkShapeGrad(op);
   if (t == "assign") return checkAssign(op);
+  if (t == "fill_constant") return checkFillConstant(op);
   if (t == "reduce_sum" || t == "reduce_mean" || t == "mean") return checkReduce(op);
   if (t == "dropout" || t == "dropout_grad") return checkDropout(op);
   if (t == "sgd") return checkSgd(op);

@@ -48,6 +48,9 @@ std::optional<ShapeDims> broadcastBatchDims(const ShapeDims& a, const ShapeDims&
 enum class DTypeStorage : uint8_t { F32, F64, I64, U8 };
 DTypeStorage dtypeStorage(DType t);
 
+// Paddle's proto VarType codes for the dtypes a job may declare (fill_constant's dtype attribute).
+std::optional<DType> dtypeFromPaddleCode(int64_t code);
+
 std::string dimsText(const ShapeDims& d);  // "[4,3]"
 
 }  // namespace spopt

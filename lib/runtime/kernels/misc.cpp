@@ -4,26 +4,12 @@
 #include <cstdlib>
 #include <optional>
 
+#include "analysis/op_shape_rules.h"  // dtypeFromPaddleCode, shared with the verifier
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 
 namespace spopt::rt {
 namespace {
-
-// Paddle's proto VarType codes for the dtypes a job may declare.
-std::optional<DType> dtypeFromPaddleCode(int64_t code) {
-  switch (code) {
-    case 0: return DType::Bool;
-    case 2: return DType::Int32;
-    case 3: return DType::Int64;
-    case 4: return DType::Float16;
-    case 5: return DType::Float32;
-    case 6: return DType::Float64;
-    case 20: return DType::UInt8;
-    case 22: return DType::BFloat16;
-    default: return std::nullopt;
-  }
-}
 
 // The dtype attribute: Paddle's int enum, or a name ("float32", "paddle.float32", "fp32"-style
 // aliases are not guessed). Absent: the Out var's own dtype.
