@@ -339,7 +339,27 @@ Result checkLayerNorm(const Op& op) {
   if (!grad) return count("/inputs", "Bias", op.in("Bias"), cols, "the normalised dims of X");
   if (auto e = requireDims(op, "/inputs", "Y@GRAD", op.in("Y@GRAD"), x->shape, "X's shape")) return e;
   if (auto e = count("/inputs", "Mean", op.in("Mean"), rows, "the leading dims of X")) return e;
-  return count("/inputs", "Variance", op.in("Variance"), rows, "the leading dims of X");
+  if (auto e = count("/inputs", "Variance", op.in("Variance"), rows, "the leading dims of X")) return e;
+  if (auto e = requireSameStorage(op, "/outputs", "X@GRAD", op.out("X@GRAD"), "X", x)) return e;
+  if (auto e = requireDims(op, "/outputs", "X@GRAD", op.out("X@GRAD"), x->shape, "X's shape")) return e;
+  if (auto e = count("/outputs", "Scale@GRAD", op.out("Scale@GRAD"), cols, "the normalised dims of X")) return e;
+  return count("/outputs", "Bias@GRAD", op.out("Bias@GRAD"), cols, "the normalised dims of X");
+}
+
+// matmul_v2_grad (runtime/kernels/matmul.cpp): operands stored alike; each input's gradient has
+// its input's shape and storage.
+Result checkMatmulGrad(const Op& op) {
+  const Var* x = op.in("X");
+  if (auto e = requireSameStorage(op, "/inputs", "Y", op.in("Y"), "X", x)) return e;
+  if (auto e = requireSameStorage(op, "/inputs", "Out@GRAD", op.in("Out@GRAD"), "X", x)) return e;
+  for (const char* in : {"X", "Y"}) {
+    const Var* v = op.in(in);
+    std::string grad = std::string(in) + "@GRAD";
+    if (auto e = requireSameStorage(op, "/outputs", grad, op.out(grad), in, v)) return e;
+    if (known(v))
+      if (auto e = requireDims(op, "/outputs", grad, op.out(grad), v->shape, std::string(in) + "'s shape")) return e;
+  }
+  return std::nullopt;
 }
 
 // The declared shape of a reduction of `x` (runtime/kernels/reduce.cpp reduceSpec): `dim` (default
@@ -573,6 +593,7 @@ std::optional<OpRuleError> checkOpRules(const Op& op) {
   if (t == "reduce_sum" || t == "reduce_mean" || t == "mean") return checkReduce(op);
   if (t == "dropout" || t == "dropout_grad") return checkDropout(op);
   if (t == "sgd") return checkSgd(op);
+  if (t == "matmul_v2_grad") return checkMatmulGrad(op);
   return std::nullopt;
 }
 

@@ -42,5 +42,12 @@ out=$(timeout 120 mpirun -n 3 --oversubscribe "$SP_OPT" replay "$JOBS/hand_tp2_l
 [ $rc -ne 0 ] && echo "$out" | grep -q "MPI_COMM_WORLD has 3 processes but the job's world_size is 2" || bad "mpirun -n 3: exit $rc: $out"
 out=$(timeout 120 mpirun -n 2 --oversubscribe "$SP_OPT" replay "$JOBS/bad_rank1_kernel_fails.json" --backend mpi 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "op 'reshape2' (rank 1, block 0, op 2)" || bad "failing rank under mpi: exit $rc: $out"
+# A rank that has not issued a collective is named: two rings over ranks {0,1} whose all-reduces
+# rank 1 issues in the opposite order (crossed_rings.py), one stream per rank: each rank waits for
+# the other at its first collective, and whichever times out first says who has not issued it.
+python3 "$SRC/tests/scripts/crossed_rings.py" "$tmp/crossed.json" default default
+out=$(timeout 60 mpirun -n 2 "$SP_OPT" replay "$tmp/crossed.json" --backend mpi --timeout 2 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -qE "timed out after 2.000 s on ring [01] collective #0: rank ([01]) issued it; rank [01] has not \(stopped, or still before it\)" &&
+  ! echo "$out" | grep -qE "rank 0 issued it; rank 0 has|rank 1 issued it; rank 1 has" || bad "crossed rings under mpi: exit $rc: $out"
 [ $fail -eq 0 ] && echo "mpi_replay: all ok"
 exit $fail

@@ -173,6 +173,60 @@ class MpiComm final : public Communicator {
                                             "} has not (stopped, or still before it)");
   }
 
+  // Every member sends its header to every other one, point to point (not one allgather), so
+  // that a member whose header has not come by the timeout is known: the error names exactly the
+  // ranks that have not issued the collective (stopped, or still before it).
+  void exchangeHeaders(const WireHeader& mine, std::vector<WireHeader>& all, const MpiRing& r, int64_t ring_id, const OpDesc& d) {
+    constexpr int kHeaderTag = 7001;
+    const size_t n = all.size();
+    // MPI writes and reads these until the requests complete: on the timeout path they never may,
+    // so the buffers live on the heap and are then left to the ending process, not freed under MPI.
+    auto* wire = new WireHeader[n + 1];
+    wire[n] = mine;
+    std::vector<MPI_Request> recvs(n, MPI_REQUEST_NULL), sends(n, MPI_REQUEST_NULL);
+    locked([&] {
+      for (size_t i = 0; i < n; ++i) {
+        if (int(i) == r.position) continue;
+        MPI_Irecv(&wire[i], sizeof(WireHeader), MPI_BYTE, int(i), kHeaderTag, r.comm, &recvs[i]);
+        MPI_Isend(&wire[n], sizeof(WireHeader), MPI_BYTE, int(i), kHeaderTag, r.comm, &sends[i]);
+      }
+    });
+    const Clock::time_point deadline = Clock::now() + timeout_;
+    std::vector<uint8_t> arrived(n, 0);
+    arrived[size_t(r.position)] = 1;
+    for (unsigned spin = 0;; ++spin) {
+      bool all_done = true;
+      {
+        std::lock_guard lk(mpiMutex());
+        for (size_t i = 0; i < n; ++i) {
+          int done = 1;
+          if (!arrived[i]) MPI_Test(&recvs[i], &done, MPI_STATUS_IGNORE), arrived[i] = uint8_t(done);
+          if (sends[i] != MPI_REQUEST_NULL) MPI_Test(&sends[i], &done, MPI_STATUS_IGNORE);
+          all_done = all_done && arrived[i] && sends[i] == MPI_REQUEST_NULL;
+        }
+      }
+      if (all_done) {
+        for (size_t i = 0; i < n; ++i) all[i] = int(i) == r.position ? mine : wire[i];
+        delete[] wire;
+        return;
+      }
+      if (cancelled_) throw RankAborted("aborted: another stream of this rank failed");
+      if (Clock::now() >= deadline) break;
+      if (spin < 64) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    std::string missing;
+    size_t count = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (!arrived[i]) missing += (missing.empty() ? "" : ",") + std::to_string(r.ranks[i]), ++count;
+    if (count == 0) missing = "none (its header went out but was not received)";  // only sends pending
+    throw InputError(d.file, d.pointer, d.text() + d.onStream() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                                            " s on ring " + std::to_string(ring_id) + " collective #" + std::to_string(r.seq - 1) +
+                                            ": rank " + std::to_string(rank_) + " issued it; " + (count == 1 ? "rank " : "ranks ") +
+                                            (count == 1 ? missing : "{" + missing + "}") + (count == 1 ? " has" : " have") +
+                                            " not (stopped, or still before it)");
+  }
+
   MpiRing& announce(int64_t ring_id, const CollectiveHeader& h, const Tensor& in, const Tensor& out, const OpDesc& d) {
     auto it = rings_.find(ring_id);
     if (it == rings_.end())
@@ -184,9 +238,7 @@ class MpiComm final : public Communicator {
     const uint64_t seq = r.seq++;
     WireHeader mine = toWire(h, d);
     std::vector<WireHeader> all(n);
-    MPI_Request req;
-    locked([&] { MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, r.comm, &req); });
-    wait(req, r, ring_id, d);
+    exchangeHeaders(mine, all, r, ring_id, d);
     r.met = Clock::now();
     // Every member compares against position 0, so all of them report the same mismatch.
     auto desc = [&](size_t i) {
