@@ -537,7 +537,7 @@ Result checkFillConstant(const Op& op) {
       return fail(op, "/outputs/Out/0", "Out " + dimsText(out->shape) + " should be " + dimsText(*shape) + " (the shape attribute)");
   }
   std::string str;
-  if (const std::string_view* raw = op.attrs.find("str_value")) str = rawToString(*raw).value_or("");
+  if (const std::string_view* raw = op.attrs.find("str_value")) str = rawToNumber(*raw) ? std::string(*raw) : rawToString(*raw).value_or("");
   if (!str.empty()) {
     char* end = nullptr;
     std::strtod(str.c_str(), &end);

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
+#include "analysis/op_attr_kinds.h"
 #include "analysis/op_shape_rules.h"
 #include "analysis/ring_order.h"
 #include "analysis/split_sections.h"
@@ -218,6 +219,8 @@ class Verifier {
   }
 
   void checkShapes(const Op& op) {
+    // An attribute a kernel could not read (its rules below would skip it).
+    if (auto e = checkAttrKinds(op)) return report(opPtr(op) + e->where, e->message);
     if (op.type == "split") checkSplit(op);
     else if (op.type == "concat") checkConcat(op);
     else if (op.type == "matmul_v2") checkMatmul(op);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "analysis/op_shape_rules.h"  // dtypeFromPaddleCode, shared with the verifier
+#include "ir/json_text.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 
@@ -42,7 +43,9 @@ void fillConstant(KernelContext& c) {
   }
   double value = floatAttr(c, "value", 0.0);
   int64_t int_value = int64_t(value);
-  std::string str = stringAttr(c, "str_value", "");
+  // Paddle's program text prints str_value unquoted (str_value: 1.0): a number is taken as its text.
+  const std::string_view* raw_str = c.op.attrs.find("str_value");
+  std::string str = raw_str && rawToNumber(*raw_str) ? std::string(*raw_str) : stringAttr(c, "str_value", "");
   if (!str.empty()) {
     char* end = nullptr;
     value = std::strtod(str.c_str(), &end);
