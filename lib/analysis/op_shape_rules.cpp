@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <string_view>
 
 #include "ir/json_text.h"
 
@@ -158,11 +157,9 @@ std::optional<ShapeDims> intsAttr(const Op& op, std::string_view key, ShapeDims 
 }
 
 using Result = std::optional<OpRuleError>;
-
 Result fail(const Op& op, std::string where, const std::string& message) {
   return OpRuleError{std::move(where), std::string(op.type) + ": " + message};
 }
-
 bool hasArg(const Slot* s) { return s && !s->args.empty(); }
 
 // The slots each kernel requires (requireInput / requireOutput in runtime/kernels).
@@ -503,9 +500,12 @@ Result checkSum(const Op& op) {
 }
 
 // nop: no outputs, or one Out per X.
-Result checkNop(const Op& op) {
+Result checkNop(const Op& op) {  // nop: no Out, or Out[i] = X[i]; depend: Out = X
   size_t n_out = op.outputCount("Out"), n_in = op.inputCount("X");
   if (n_out && n_out != n_in) return fail(op, "/outputs/Out", "has " + std::to_string(n_out) + " Out but " + std::to_string(n_in) + " X");
+  for (size_t i = 0; i < n_out; ++i)
+    if (const Var *x = op.input("X")->args[i].var, *o = op.output("Out")->args[i].var; known(x) && known(o) && x->shape != o->shape)
+      return fail(op, "/outputs/Out/" + std::to_string(i), "Out " + dimsText(o->shape) + " should be " + dimsText(x->shape) + " (X's shape)");
   return std::nullopt;
 }
 
@@ -582,7 +582,7 @@ std::optional<OpRuleError> checkOpRules(const Op& op) {
   if (t == "transpose2") return checkTranspose(op);
   if (t == "gelu" || t == "relu" || t == "softmax") return checkUnary(op);
   if (t == "layer_norm" || t == "layer_norm_grad") return checkLayerNorm(op);
-  if (t == "nop") return checkNop(op);
+  if (t == "nop" || t == "depend") return checkNop(op);
   if (t == "gelu_grad" || t == "relu_grad" || t == "softmax_grad") return checkPointwiseGrad(op);
   if (t == "scale") return checkScale(op);
   if (t == "sum") return checkSum(op);
