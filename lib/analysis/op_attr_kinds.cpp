@@ -1,6 +1,5 @@
 #include "analysis/op_attr_kinds.h"
 
-#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -44,12 +43,6 @@ const AttrRule kRules[] = {
     {{"split"}, "sections", AttrKind::Ints},
 };
 
-std::optional<int64_t> integral(std::string_view raw) {
-  if (auto v = rawToInt(raw)) return v;
-  if (auto d = rawToNumber(raw); d && std::floor(*d) == *d && std::fabs(*d) < 9e15) return int64_t(*d);
-  return std::nullopt;
-}
-
 const char* kindName(AttrKind k) {
   switch (k) {
     case AttrKind::Int: return "an integer";
@@ -65,15 +58,11 @@ const char* kindName(AttrKind k) {
 
 bool attrReadsAs(std::string_view raw, AttrKind kind) {
   switch (kind) {
-    case AttrKind::Int: return integral(raw) || rawToBool(raw);
+    case AttrKind::Int: return rawToIntLenient(raw).has_value();
     case AttrKind::Float: return rawToNumber(raw).has_value();
-    case AttrKind::Bool: {
-      if (rawToBool(raw)) return true;
-      auto v = rawToInt(raw);
-      return v && (*v == 0 || *v == 1);
-    }
+    case AttrKind::Bool: return rawToBoolLenient(raw).has_value();
     case AttrKind::String: return rawToString(raw).has_value();
-    case AttrKind::Ints: return rawToIntArray(raw) || integral(raw);
+    case AttrKind::Ints: return rawToIntsLenient(raw).has_value();
   }
   return false;
 }

@@ -130,30 +130,19 @@ bool known(const Var* v) {
   return true;
 }
 
-// Attribute readers with the kernels' leniency (runtime/kernels/kernel_util.cpp): an integer may be
-// written as an integral number or a bool. Absent: the default. Present but unreadable: nullopt,
-// and the rule is skipped (replay reports the attribute's type).
+// Attribute readers with the kernels' leniency (ir/json_text.h). Absent: the default. Present but
+// unreadable: nullopt, and the rule is skipped (op_attr_kinds reports the attribute's type).
 std::optional<int64_t> intAttr(const Op& op, std::string_view key, int64_t def) {
   const std::string_view* raw = op.attrs.find(key);
-  if (!raw) return def;
-  if (auto v = rawToInt(*raw)) return v;
-  if (auto d = rawToNumber(*raw); d && std::floor(*d) == *d && std::fabs(*d) < 9e15) return int64_t(*d);
-  if (auto b = rawToBool(*raw)) return *b ? 1 : 0;
-  return std::nullopt;
+  return raw ? rawToIntLenient(*raw) : def;
 }
 std::optional<bool> boolAttr(const Op& op, std::string_view key, bool def) {
   const std::string_view* raw = op.attrs.find(key);
-  if (!raw) return def;
-  if (auto b = rawToBool(*raw)) return b;
-  if (auto v = rawToInt(*raw); v && (*v == 0 || *v == 1)) return *v == 1;
-  return std::nullopt;
+  return raw ? rawToBoolLenient(*raw) : def;
 }
 std::optional<ShapeDims> intsAttr(const Op& op, std::string_view key, ShapeDims def) {
   const std::string_view* raw = op.attrs.find(key);
-  if (!raw) return def;
-  if (auto v = rawToIntArray(*raw)) return v;
-  if (auto v = rawToInt(*raw)) return ShapeDims{*v};
-  return std::nullopt;
+  return raw ? rawToIntsLenient(*raw) : def;
 }
 
 using Result = std::optional<OpRuleError>;
@@ -295,6 +284,14 @@ Result checkTranspose(const Op& op) {
   return checkXShape(op, x);
 }
 
+// softmax(_grad)'s axis lies within the rank of its operand (a 0-D operand has none to check).
+Result checkSoftmaxAxis(const Op& op, const ShapeDims& shape) {
+  auto axis = intAttr(op, "axis", -1);
+  int64_t r = int64_t(shape.size());
+  if (r == 0 || !axis || (*axis >= -r && *axis < r)) return std::nullopt;
+  return fail(op, "/attrs/axis", "axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
+}
+
 // gelu, relu, softmax: Out has X's shape; softmax's axis is a dim of X.
 Result checkUnary(const Op& op) {
   const Var* x = op.in("X");
@@ -302,12 +299,7 @@ Result checkUnary(const Op& op) {
   if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
   if (!known(x)) return std::nullopt;
   if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), x->shape, "X's shape")) return e;
-  if (op.type != "softmax" || x->shape.empty()) return std::nullopt;
-  auto axis = intAttr(op, "axis", -1);
-  int64_t r = int64_t(x->shape.size());
-  if (axis && (*axis < -r || *axis >= r))
-    return fail(op, "/attrs/axis", "axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
-  return std::nullopt;
+  return op.type == "softmax" ? checkSoftmaxAxis(op, x->shape) : std::nullopt;
 }
 
 Result checkLayerNorm(const Op& op) {
@@ -462,12 +454,7 @@ Result checkPointwiseGrad(const Op& op) {
   const std::string why = std::string(ref_slot) + "'s shape";
   if (auto e = requireDims(op, "/inputs", "Out@GRAD", op.in("Out@GRAD"), ref->shape, why)) return e;
   if (auto e = requireDims(op, "/outputs", "X@GRAD", op.out("X@GRAD"), ref->shape, why)) return e;
-  if (op.type != "softmax_grad" || ref->shape.empty()) return std::nullopt;
-  auto axis = intAttr(op, "axis", -1);
-  int64_t r = int64_t(ref->shape.size());
-  if (axis && (*axis < -r || *axis >= r))
-    return fail(op, "/attrs/axis", "axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
-  return std::nullopt;
+  return op.type == "softmax_grad" ? checkSoftmaxAxis(op, ref->shape) : std::nullopt;
 }
 
 // scale: Out like X; a ScaleTensor holds one element.

@@ -1,6 +1,7 @@
 #include "ir/json_text.h"
 
 #include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace spopt {
@@ -104,6 +105,32 @@ std::string stringArrayToRaw(const std::vector<std::string>& v) {
   }
   out += ']';
   return out;
+}
+
+namespace {
+std::optional<int64_t> integral(std::string_view raw) {
+  if (auto v = rawToInt(raw)) return v;
+  if (auto d = rawToNumber(raw); d && std::floor(*d) == *d && std::fabs(*d) < 9e15) return int64_t(*d);
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<int64_t> rawToIntLenient(std::string_view raw) {
+  if (auto v = integral(raw)) return v;
+  if (auto b = rawToBool(raw)) return *b ? 1 : 0;
+  return std::nullopt;
+}
+
+std::optional<bool> rawToBoolLenient(std::string_view raw) {
+  if (auto b = rawToBool(raw)) return b;
+  if (auto v = rawToInt(raw); v && (*v == 0 || *v == 1)) return *v == 1;
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> rawToIntsLenient(std::string_view raw) {
+  if (auto v = rawToIntArray(raw)) return v;
+  if (auto v = integral(raw)) return std::vector<int64_t>{*v};
+  return std::nullopt;
 }
 
 }  // namespace spopt

@@ -16,6 +16,12 @@ std::optional<bool> rawToBool(std::string_view raw);
 std::optional<std::string> rawToString(std::string_view raw);  // unescaped JSON string
 std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw);
 std::optional<std::vector<std::string>> rawToStringArray(std::string_view raw);
+// Attribute values the way replay's kernels read them (and the verifier, which checks that they
+// can): an integer may be an integral number or a bool, a bool may be 0 or 1, a list of integers
+// may be one integer.
+std::optional<int64_t> rawToIntLenient(std::string_view raw);
+std::optional<bool> rawToBoolLenient(std::string_view raw);
+std::optional<std::vector<int64_t>> rawToIntsLenient(std::string_view raw);
 // A member of a raw JSON object, as raw text (nullopt if raw is no object or lacks the key).
 std::optional<std::string> rawMember(std::string_view raw_object, std::string_view key);
 

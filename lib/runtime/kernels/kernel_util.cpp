@@ -28,17 +28,10 @@ Tensor& requireOutput(const KernelContext& c, std::string_view slot, size_t i) {
   return *t;
 }
 
-static std::optional<int64_t> integral(std::string_view raw) {
-  if (auto v = rawToInt(raw)) return v;
-  if (auto d = rawToNumber(raw); d && std::floor(*d) == *d && std::fabs(*d) < 9e15) return int64_t(*d);
-  return std::nullopt;
-}
-
 int64_t intAttr(const KernelContext& c, std::string_view key, int64_t def) {
   const std::string_view* raw = c.op.attrs.find(key);
   if (!raw) return def;
-  if (auto v = integral(*raw)) return *v;
-  if (auto b = rawToBool(*raw)) return *b ? 1 : 0;
+  if (auto v = rawToIntLenient(*raw)) return *v;
   kernelFail(c, "attribute " + std::string(key) + " is not an integer: " + std::string(*raw));
 }
 
@@ -52,8 +45,7 @@ double floatAttr(const KernelContext& c, std::string_view key, double def) {
 bool boolAttr(const KernelContext& c, std::string_view key, bool def) {
   const std::string_view* raw = c.op.attrs.find(key);
   if (!raw) return def;
-  if (auto b = rawToBool(*raw)) return *b;
-  if (auto v = rawToInt(*raw); v && (*v == 0 || *v == 1)) return *v == 1;
+  if (auto b = rawToBoolLenient(*raw)) return *b;
   kernelFail(c, "attribute " + std::string(key) + " is not a boolean: " + std::string(*raw));
 }
 
@@ -73,8 +65,7 @@ std::optional<std::string> stringAttrIfString(const KernelContext& c, std::strin
 std::vector<int64_t> intsAttr(const KernelContext& c, std::string_view key, std::vector<int64_t> def) {
   const std::string_view* raw = c.op.attrs.find(key);
   if (!raw) return def;
-  if (auto v = rawToIntArray(*raw)) return *v;
-  if (auto v = integral(*raw)) return {*v};
+  if (auto v = rawToIntsLenient(*raw)) return *v;
   kernelFail(c, "attribute " + std::string(key) + " is not a list of integers: " + std::string(*raw));
 }
 
