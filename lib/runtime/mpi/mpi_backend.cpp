@@ -24,14 +24,16 @@ std::mutex& mpiMutex() {
   return mu;
 }
 
-// Polls `req` until it completes (true) or `deadline` passes (false; the request stays pending).
-// A raised `cancelled` (another stream of this rank failed) throws RankAborted.
-bool completesBy(MPI_Request& req, Clock::time_point deadline, const std::atomic<bool>* cancelled = nullptr) {
-  int done = 0;
+// Calls `test` (under the MPI mutex) until it says done (true) or `deadline` passes (false);
+// yields, then sleeps briefly, between tries so oversubscribed ranks make progress. A raised
+// `cancelled` (another stream of this rank failed) throws RankAborted.
+template <typename Test>
+bool pollUntil(Clock::time_point deadline, const std::atomic<bool>* cancelled, Test test) {
   for (unsigned spin = 0;; ++spin) {
+    bool done;
     {
       std::lock_guard lk(mpiMutex());
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      done = test();
     }
     if (done) return true;
     if (cancelled && *cancelled) throw RankAborted("aborted: another stream of this rank failed");
@@ -39,6 +41,15 @@ bool completesBy(MPI_Request& req, Clock::time_point deadline, const std::atomic
     if (spin < 64) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+// Polls `req` until it completes (true) or `deadline` passes (false; the request stays pending).
+bool completesBy(MPI_Request& req, Clock::time_point deadline, const std::atomic<bool>* cancelled = nullptr) {
+  return pollUntil(deadline, cancelled, [&] {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
 }
 
 // What each member announces before the data moves (fixed size: sent as bytes).
@@ -191,29 +202,22 @@ class MpiComm final : public Communicator {
         MPI_Isend(&wire[n], sizeof(WireHeader), MPI_BYTE, int(i), kHeaderTag, r.comm, &sends[i]);
       }
     });
-    const Clock::time_point deadline = Clock::now() + timeout_;
     std::vector<uint8_t> arrived(n, 0);
     arrived[size_t(r.position)] = 1;
-    for (unsigned spin = 0;; ++spin) {
+    bool met = pollUntil(Clock::now() + timeout_, &cancelled_, [&] {
       bool all_done = true;
-      {
-        std::lock_guard lk(mpiMutex());
-        for (size_t i = 0; i < n; ++i) {
-          int done = 1;
-          if (!arrived[i]) MPI_Test(&recvs[i], &done, MPI_STATUS_IGNORE), arrived[i] = uint8_t(done);
-          if (sends[i] != MPI_REQUEST_NULL) MPI_Test(&sends[i], &done, MPI_STATUS_IGNORE);
-          all_done = all_done && arrived[i] && sends[i] == MPI_REQUEST_NULL;
-        }
+      for (size_t i = 0; i < n; ++i) {
+        int done = 1;
+        if (!arrived[i]) MPI_Test(&recvs[i], &done, MPI_STATUS_IGNORE), arrived[i] = uint8_t(done);
+        if (sends[i] != MPI_REQUEST_NULL) MPI_Test(&sends[i], &done, MPI_STATUS_IGNORE);
+        all_done = all_done && arrived[i] && sends[i] == MPI_REQUEST_NULL;
       }
-      if (all_done) {
-        for (size_t i = 0; i < n; ++i) all[i] = int(i) == r.position ? mine : wire[i];
-        delete[] wire;
-        return;
-      }
-      if (cancelled_) throw RankAborted("aborted: another stream of this rank failed");
-      if (Clock::now() >= deadline) break;
-      if (spin < 64) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+      return all_done;
+    });
+    if (met) {
+      for (size_t i = 0; i < n; ++i) all[i] = int(i) == r.position ? mine : wire[i];
+      delete[] wire;
+      return;
     }
     std::string missing;
     size_t count = 0;
