@@ -8,18 +8,8 @@ set -uo pipefail
 sp_opt=$1
 src=$2
 
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null; then browser=$(command -v "$b"); break; fi
-done
-if [ -z "$browser" ]; then
-  echo "SKIP analyze_html: Chromium is not installed (Debian: apt-get install chromium); the analyze page is not checked in a browser"
-  exit 77
-fi
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL analyze_html: $*"; exit 1; }
+. "$src/tests/scripts/browser_test.bash"
+browser_test analyze_html "the analyze page is not checked in a browser"
 
 "$sp_opt" gen gpt --tp 4 --sequence-parallel --hidden 2048 --heads 16 --seq 1024 --dtype bfloat16 -o "$work/sp.json" >/dev/null ||
   fail "gen failed"

@@ -16,18 +16,8 @@ sp_opt=$1
 src=$2
 job=$src/testdata/jobs/gen_mlp_tp4_sp.json
 
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null; then browser=$(command -v "$b"); break; fi
-done
-if [ -z "$browser" ]; then
-  echo "SKIP cluster_view: Chromium is not installed (Debian: apt-get install chromium); the page is not checked in a browser"
-  exit 77
-fi
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL cluster_view: $*"; exit 1; }
+. "$src/tests/scripts/browser_test.bash"
+browser_test cluster_view "the page is not checked in a browser"
 chrome() {
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \

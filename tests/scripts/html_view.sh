@@ -10,18 +10,8 @@ sp_opt=$1
 src=$2
 jobs=$src/testdata/jobs
 
-browser=""
-for b in chromium chromium-browser google-chrome; do
-  if command -v "$b" >/dev/null; then browser=$(command -v "$b"); break; fi
-done
-if [ -z "$browser" ]; then
-  echo "SKIP html_view: Chromium is not installed (Debian: apt-get install chromium); html views not checked in a browser"
-  exit 77
-fi
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL html_view: $*"; exit 1; }
+. "$src/tests/scripts/browser_test.bash"
+browser_test html_view "html views not checked in a browser"
 
 "$sp_opt" diff "$jobs/hand_tp4_current.json" "$jobs/hand_tp4_current.fused.json" --format html -o "$work/diff.html"
 rc=$?
