@@ -26,33 +26,51 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
 
+# One libFuzzer run: its log goes to a file; on a finding, the report and the input (base64, so a
+# CI log is enough to reproduce it) are printed before the suite fails.
+fuzz_dir=""
+run_fuzzer() {
+  local name=$1 seconds=$2 max_len=$3 corpus=$4 log
+  log="$fuzz_dir/$name.log"
+  if build-fuzz/tests/"$name" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+       -artifact_prefix="$fuzz_dir/$name-" "$corpus" testdata/fuzz-regressions >"$log" 2>&1; then
+    tail -2 "$log"
+    return 0
+  fi
+  echo "!! $name found an input that fails; its report:"
+  grep -v '^#[0-9]' "$log" | tail -60
+  for f in "$fuzz_dir/$name"-*; do
+    [ -f "$f" ] && { echo "!! input $f (base64):"; base64 -w 0 "$f"; echo; }
+  done
+  return 1
+}
+
 if command -v clang++ >/dev/null; then
+  fuzz_dir=$(mktemp -d); trap 'rm -rf "$fuzz_dir"' EXIT
   echo "== libFuzzer over loader + verifier + writer + replay planning (${FUZZ_SECONDS:-60} s)"
   cmake -S . -B build-fuzz -DSPOPT_FUZZ=ON -DSPOPT_NCCL=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
   cmake --build build-fuzz -j"$JOBS" --target fuzz-loader fuzz-text-reader
-  corpus=$(mktemp -d); text_corpus=$(mktemp -d); trap 'rm -rf "$corpus" "$text_corpus"' EXIT
-  cp testdata/jobs/*.json testdata/bad/*.json "$corpus"/
-  build-fuzz/tests/fuzz-loader -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 "$corpus" 2>&1 | tail -3
+  mkdir "$fuzz_dir"/jobs "$fuzz_dir"/text "$fuzz_dir"/programdesc "$fuzz_dir"/paddle-text "$fuzz_dir"/pir
+  cp testdata/jobs/*.json testdata/bad/*.json "$fuzz_dir"/jobs/
+  run_fuzzer fuzz-loader "${FUZZ_SECONDS:-60}" 65536 "$fuzz_dir"/jobs
   echo "== libFuzzer over the text reader + writer round trip (${FUZZ_TEXT_SECONDS:-30} s)"
   for f in testdata/bad/*.sptxt testdata/golden/*/in.sptxt testdata/golden/*/expected/*.sptxt; do
-    cp "$f" "$text_corpus/$(echo "$f" | tr / _)"
+    cp "$f" "$fuzz_dir/text/$(echo "$f" | tr / _)"
   done
-  build-fuzz/tests/fuzz-text-reader -max_total_time="${FUZZ_TEXT_SECONDS:-30}" -max_len=65536 -timeout=10 "$text_corpus" 2>&1 | tail -3
+  run_fuzzer fuzz-text-reader "${FUZZ_TEXT_SECONDS:-30}" 65536 "$fuzz_dir"/text
   echo "== libFuzzer over the Paddle readers (${PADDLE_FUZZ_SECONDS:-15} s each)"
   cmake --build build-fuzz -j"$JOBS" --target fuzz-programdesc fuzz-paddle-text
-  pd_corpus=$(mktemp -d); txt_corpus=$(mktemp -d); trap 'rm -rf "$corpus" "$text_corpus" "$pd_corpus" "$txt_corpus"' EXIT
-  cp testdata/paddle/*.pdmodel testdata/paddle/*__model__ "$pd_corpus"/
-  cp testdata/paddle/bad_missing_brace.txt "$txt_corpus"/
-  head -c 60000 testdata/paddle/resnet_dp_start_program.txt1 > "$txt_corpus"/start_head.txt
-  build-fuzz/tests/fuzz-programdesc -max_total_time="${PADDLE_FUZZ_SECONDS:-15}" -max_len=200000 -timeout=10 "$pd_corpus" 2>&1 | tail -3
-  build-fuzz/tests/fuzz-paddle-text -max_total_time="${PADDLE_FUZZ_SECONDS:-15}" -max_len=65536 -timeout=10 "$txt_corpus" 2>&1 | tail -3
+  cp testdata/paddle/*.pdmodel testdata/paddle/*__model__ "$fuzz_dir"/programdesc/
+  cp testdata/paddle/bad_missing_brace.txt "$fuzz_dir"/paddle-text/
+  head -c 60000 testdata/paddle/resnet_dp_start_program.txt1 > "$fuzz_dir"/paddle-text/start_head.txt
+  run_fuzzer fuzz-programdesc "${PADDLE_FUZZ_SECONDS:-15}" 200000 "$fuzz_dir"/programdesc
+  run_fuzzer fuzz-paddle-text "${PADDLE_FUZZ_SECONDS:-15}" 65536 "$fuzz_dir"/paddle-text
   echo "== libFuzzer over the PIR readers (${PIR_FUZZ_SECONDS:-20} s each)"
   cmake --build build-fuzz -j"$JOBS" --target fuzz-pir-json fuzz-pir-text
-  pir_corpus=$(mktemp -d); cp testdata/pir/*.pirjson testdata/pir/real/* "$pir_corpus"/
-  build-fuzz/tests/fuzz-pir-json -max_total_time="${PIR_FUZZ_SECONDS:-20}" -max_len=262144 -timeout=10 "$pir_corpus" 2>&1 | tail -3
-  build-fuzz/tests/fuzz-pir-text -max_total_time="${PIR_FUZZ_SECONDS:-20}" -max_len=65536 -timeout=10 "$pir_corpus" 2>&1 | tail -3
-  rm -rf "$pir_corpus"
+  cp testdata/pir/*.pirjson testdata/pir/real/* "$fuzz_dir"/pir/
+  run_fuzzer fuzz-pir-json "${PIR_FUZZ_SECONDS:-20}" 262144 "$fuzz_dir"/pir
+  run_fuzzer fuzz-pir-text "${PIR_FUZZ_SECONDS:-20}" 65536 "$fuzz_dir"/pir
 else
   echo "== libFuzzer skipped: clang++ is not installed"
 fi

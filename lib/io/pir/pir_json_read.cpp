@@ -412,6 +412,10 @@ ojson pirJsonToProgram(std::string_view text, const std::string& display_name) {
     size_t at = why.find("syntax error");
     throw InputError(display_name, "byte " + std::to_string(e.byte),
                      "malformed JSON" + (at == std::string::npos ? std::string() : ": " + why.substr(at)));
+  } catch (const json::out_of_range& e) {  // a number past double's range: 1e999
+    std::string why = e.what();
+    size_t at = why.find("number overflow");
+    throw InputError(display_name, "", "malformed JSON: " + (at == std::string::npos ? why : why.substr(at)));
   }
   return Reader(display_name).program(root);
 }

@@ -234,7 +234,7 @@ class Parser {
   static ojson number(const std::string& tok) {
     try {
       return ojson::parse(tok);
-    } catch (const ojson::parse_error&) {
+    } catch (const ojson::exception&) {  // not a number, or one past double's range (1e999)
       return nullptr;
     }
   }
