@@ -3,7 +3,7 @@
 #include <unordered_map>
 
 #include "analysis/memory.h"
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 #include "support/checked_size.h"
 #include "ir/op_role.h"
 
@@ -45,7 +45,7 @@ ActivationReport activationMemory(const Program& p) {
           for (const Op* reader : v->readers) {
             if (!isBackward(phaseOf(*reader))) continue;
             for (const Slot& in : reader->inputs) {
-              if (!readsBuffer(reader->type, in.name)) continue;
+              if (!readsBuffer(*reader, in.name)) continue;
               for (const Arg& ia : in.args) kept = kept || ia.var == v;
             }
           }

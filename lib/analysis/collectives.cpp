@@ -1,68 +1,22 @@
 #include "analysis/collectives.h"
 
+#include "ops/op_def.h"
+
 namespace spopt {
 
-namespace {
-// PIR spells collectives as "pd_op." + a legacy or current name, with a trailing "_" for the
-// in-place variant (pd_op.all_reduce_, pd_op.c_allreduce_sum_); operands are slots in0/out0.
-std::optional<Collective> asPirCollective(const Op& op, std::string_view t) {
-  t.remove_prefix(6);
-  if (!t.empty() && t.back() == '_') t.remove_suffix(1);
-  Collective c;
-  c.pir = true;
-  c.in_slot = "in0";
-  c.out_slot = "out0";
-  c.ring_id = op.attrs.getInt("ring_id").value_or(-1);
-  auto reduce = [&](ReduceOp r) {
-    c.kind = CollectiveKind::AllReduce;
-    c.reduce = r;
-  };
-  if (t == "all_reduce") reduce(static_cast<ReduceOp>(op.attrs.getInt("reduce_type").value_or(0)));
-  else if (t == "c_allreduce_sum") reduce(ReduceOp::Sum);
-  else if (t == "c_allreduce_max") reduce(ReduceOp::Max);
-  else if (t == "c_allreduce_min") reduce(ReduceOp::Min);
-  else if (t == "c_allreduce_prod") reduce(ReduceOp::Prod);
-  else if (t == "reduce_scatter" || t == "c_reducescatter") c.kind = CollectiveKind::ReduceScatter;
-  else if (t == "all_gather" || t == "c_allgather") c.kind = CollectiveKind::AllGather;
-  else if (t == "broadcast" || t == "c_broadcast") c.kind = CollectiveKind::Broadcast;
-  else if (t == "c_identity") c.kind = CollectiveKind::Identity;
-  else return std::nullopt;
-  return c;
-}
-}  // namespace
-
 std::optional<Collective> asCollective(const Op& op) {
+  ResolvedOp r = resolveOp(op.type);
+  if (!r || !r.def->collective) return std::nullopt;
   Collective c;
-  std::string_view t = op.type;
-  if (t.substr(0, 6) == "pd_op.") return asPirCollective(op, t);
-  auto reduce = [&](ReduceOp r) {
-    c.kind = CollectiveKind::AllReduce;
-    c.reduce = r;
-  };
-  if (t == "c_allreduce_sum") reduce(ReduceOp::Sum);
-  else if (t == "c_allreduce_max") reduce(ReduceOp::Max);
-  else if (t == "c_allreduce_min") reduce(ReduceOp::Min);
-  else if (t == "c_allreduce_prod") reduce(ReduceOp::Prod);
-  else if (t == "c_reducescatter") c.kind = CollectiveKind::ReduceScatter;
-  else if (t == "c_allgather") c.kind = CollectiveKind::AllGather;
-  else if (t == "c_broadcast") c.kind = CollectiveKind::Broadcast;
-  else if (t == "c_identity") c.kind = CollectiveKind::Identity;
-  else {
-    c.legacy = false;
-    if (t == "all_reduce") reduce(static_cast<ReduceOp>(op.attrs.getInt("reduce_type").value_or(0)));
-    else if (t == "reduce_scatter") c.kind = CollectiveKind::ReduceScatter;
-    else if (t == "all_gather") c.kind = CollectiveKind::AllGather;
-    else if (t == "broadcast") c.kind = CollectiveKind::Broadcast;
-    else return std::nullopt;
-    c.in_slot = "x";
-    c.out_slot = "out";
-    c.ring_id = op.attrs.getInt("ring_id").value_or(-1);
-    return c;
-  }
-  c.legacy = true;
-  c.in_slot = "X";
-  c.out_slot = "Out";
+  c.kind = *r.def->collective;
+  c.dialect = r.spelling->dialect;
   c.ring_id = op.attrs.getInt("ring_id").value_or(-1);
+  // Legacy names spell the reduction (c_allreduce_max); the others carry reduce_type.
+  if (c.kind == CollectiveKind::AllReduce)
+    c.reduce = r.spelling->reduce ? *r.spelling->reduce : static_cast<ReduceOp>(op.attrs.getInt("reduce_type").value_or(0));
+  static constexpr std::string_view kIn[] = {"X", "x", "in0"}, kOut[] = {"Out", "out", "out0"};
+  c.in_slot = kIn[size_t(c.dialect)];
+  c.out_slot = kOut[size_t(c.dialect)];
   return c;
 }
 

@@ -12,18 +12,17 @@
 
 namespace spopt {
 
-// CollectiveKind, ReduceOp and collectiveOpType: ir/collective_kind.h.
+// CollectiveKind and ReduceOp: ir/collective_kind.h.
 
 struct Collective {
-  CollectiveKind kind;
+  CollectiveKind kind = CollectiveKind::AllReduce;
   int64_t ring_id = 0;    // -1 when the attribute is missing or not an integer
   ReduceOp reduce = ReduceOp::Sum;
-  bool legacy = false;    // c_* spelling, slots X/Out; else current spelling, slots x/out
-  bool pir = false;       // Paddle 3 PIR spelling (pd_op.all_reduce_, ...), slots in0/out0 (docs/pir.md)
+  Dialect dialect = Dialect::Legacy;  // the op's spelling: slots X/Out, x/out or in0/out0
   std::string_view in_slot, out_slot;
 };
 
-// nullopt for ops that are not collectives.
+// nullopt for ops that are not collectives (the catalogue's definition says: ops/op_def.h).
 std::optional<Collective> asCollective(const Op& op);
 const char* collectiveKindName(CollectiveKind k);
 // c_identity moves no data: it is not paired across ranks.

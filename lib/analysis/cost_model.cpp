@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/comm_stats.h"
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 
 namespace spopt {
 
@@ -112,45 +112,6 @@ double numel(const Var* v) {
   return n < 0 ? 0 : double(n);
 }
 
-// FLOPs per element of the op's main tensor (docs/analyze.md, "FLOP counts").
-struct ElementCost {
-  double flops;
-  const char* slot;  // the tensor counted: an output slot, or an input slot when prefixed with '<'
-};
-const std::unordered_map<std::string_view, ElementCost>& elementCosts() {
-  static const std::unordered_map<std::string_view, ElementCost> k{
-      {"elementwise_add", {1, "Out"}},  {"elementwise_sub", {1, "Out"}},   {"elementwise_mul", {1, "Out"}},
-      {"elementwise_div", {1, "Out"}},  {"scale", {2, "Out"}},             {"relu", {1, "Out"}},
-      {"relu_grad", {1, "X@GRAD"}},     {"gelu", {8, "Out"}},              {"gelu_grad", {12, "X@GRAD"}},
-      {"softmax", {5, "Out"}},          {"softmax_grad", {4, "X@GRAD"}},   {"layer_norm", {8, "Y"}},
-      {"layer_norm_grad", {12, "<X"}},  {"dropout", {2, "Out"}},           {"dropout_grad", {2, "X@GRAD"}},
-      {"reduce_sum", {1, "<X"}},        {"reduce_mean", {1, "<X"}},        {"mean", {1, "<X"}},
-      {"reduce_sum_grad", {0, "X@GRAD"}}, {"reduce_mean_grad", {1, "X@GRAD"}}, {"mean_grad", {1, "X@GRAD"}},
-      {"sgd", {2, "<Param"}},
-  };
-  return k;
-}
-
-// Data movement and scheduling ops: no arithmetic.
-bool movesOnly(std::string_view t) {
-  static const std::unordered_map<std::string_view, int> k{
-      {"reshape2", 0}, {"reshape2_grad", 0}, {"transpose2", 0}, {"transpose2_grad", 0}, {"split", 0},
-      {"concat", 0},   {"assign", 0},        {"fill_constant", 0}, {"depend", 0},       {"nop", 0},
-      {"c_identity", 0}, {"feed", 0},        {"fetch", 0}};
-  return k.count(t) > 0;
-}
-
-// Views: the output shares the input's buffer in a GPU framework.
-bool isView(std::string_view t) { return t == "reshape2" || t == "reshape2_grad" || t == "depend" || t == "nop"; }
-
-double matmulFlops(const Op& op, const Var* x, const Var* out) {
-  if (!x || !out || x->shape.empty()) return 0;
-  bool trans_x = op.attrs.getBool("trans_x").value_or(false);
-  size_t r = x->shape.size();
-  int64_t k = r == 1 ? x->shape[0] : x->shape[trans_x ? r - 2 : r - 1];
-  return 2.0 * numel(out) * double(std::max<int64_t>(k, 0));
-}
-
 // The curve's rate at `size`, interpolated in log-log; clamped at both ends.
 double curveRate(const std::vector<std::pair<double, double>>& c, double size) {
   if (size <= c.front().first) return c.front().second;
@@ -166,12 +127,12 @@ double curveRate(const std::vector<std::pair<double, double>>& c, double size) {
 }  // namespace
 
 double gemmSize(const Op& op) {
-  bool grad = op.type == "matmul_v2_grad" || op.type == "matmul_grad";
-  if (!grad && op.type != "matmul_v2" && op.type != "matmul") return 0;
-  const Var* x = op.in("X");
-  const Var* y = op.in("Y");
+  OpView v(op);
+  if (!v.has(trait::Blas)) return 0;
+  const Var* x = v.in("X");
+  const Var* y = v.in("Y");
   if (!x || !y || x->shape.size() < 2 || y->shape.empty()) return 0;
-  bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
+  bool tx = v.attrs.getBool("trans_x").value_or(false), ty = v.attrs.getBool("trans_y").value_or(false);
   size_t r = x->shape.size();
   double m = double(x->shape[tx ? r - 1 : r - 2]), k = double(x->shape[tx ? r - 2 : r - 1]);
   double n = double(y->shape.size() >= 2 ? y->shape[ty ? y->shape.size() - 2 : y->shape.size() - 1] : 1);
@@ -180,27 +141,16 @@ double gemmSize(const Op& op) {
   return std::cbrt(std::max(m * n * k, 0.0));
 }
 
+// The op's catalogue cost (ops/op_def.h CostDef); docs/analyze.md, "FLOP counts".
 double opFlops(const Op& op) {
-  if (asCollective(op) || movesOnly(op.type)) return 0;
-  if (op.type == "matmul_v2" || op.type == "matmul") return matmulFlops(op, op.in("X"), op.out("Out"));
-  if (op.type == "matmul_v2_grad" || op.type == "matmul_grad") {
-    // dX = dOut . Y^T and dY = X^T . dOut: each is a GEMM the size of the forward one.
-    double fwd = matmulFlops(op, op.in("X"), op.in("Out@GRAD"));
-    return fwd * double((op.out("X@GRAD") ? 1 : 0) + (op.out("Y@GRAD") ? 1 : 0));
+  OpView v(op);
+  if (asCollective(op) || v.has(trait::MovesOnly)) return 0;
+  if (const OpDef* d = v.def(); d && (d->cost.flops || d->cost.per_element >= 0)) {
+    if (d->cost.flops) return d->cost.flops(v);
+    const Var* counted = d->cost.of_input ? v.in(d->cost.slot) : v.out(d->cost.slot);
+    return d->cost.per_element * numel(counted);
   }
-  if (op.type == "sum") return numel(op.out("Out")) * double(std::max<size_t>(op.inputCount("X"), 1) - 1);
-  if (op.type.size() > 5 && op.type.substr(0, 12) == "elementwise_" && op.type.ends_with("_grad")) {
-    double n = numel(op.in("Out@GRAD"));
-    double per = op.type == "elementwise_add_grad" || op.type == "elementwise_sub_grad" ? 1 : 2;
-    return n * per * double((op.out("X@GRAD") ? 1 : 0) + (op.out("Y@GRAD") ? 1 : 0));
-  }
-  auto it = elementCosts().find(op.type);
-  if (it != elementCosts().end()) {
-    const ElementCost& c = it->second;
-    const Var* v = c.slot[0] == '<' ? op.in(c.slot + 1) : op.out(c.slot);
-    return c.flops * numel(v);
-  }
-  // An op this table does not know: one FLOP per output element.
+  // An op nobody costed: one FLOP per output element.
   double n = 0;
   for (const Slot& s : op.outputs)
     for (const Arg& a : s.args) n += numel(a.var);
@@ -208,19 +158,23 @@ double opFlops(const Op& op) {
 }
 
 double opBytesTouched(const Op& op, const HardwareModel& m) {
-  if (isView(op.type) && !(m.reshape_copies && op.type.starts_with("reshape2"))) return 0;
-  auto size = [&](const Var* v) {
-    if (!v) return 0.0;
-    bool is16 = v->dtype == DType::Float16 || v->dtype == DType::BFloat16;
-    return numel(v) * double(m.widen_16bit && is16 ? 4 : dtypeSize(v->dtype));
+  OpView v(op);
+  // A view moves nothing on a GPU; on the host replay's reshape copies.
+  if (v.has(trait::View) && !(m.reshape_copies && v.has(trait::ReplayCopies))) return 0;
+  auto size = [&](const Var* var) {
+    if (!var) return 0.0;
+    bool is16 = var->dtype == DType::Float16 || var->dtype == DType::BFloat16;
+    return numel(var) * double(m.widen_16bit && is16 ? 4 : dtypeSize(var->dtype));
   };
   double bytes = 0;
   for (const Slot& s : op.inputs) {
-    if (s.name == "XShape" || !readsBuffer(op.type, s.name)) continue;
+    const OperandDef* o = v.inputOfSlot(s.name);
+    if (o && !o->reads_buffer) continue;
     for (const Arg& a : s.args) bytes += size(a.var);
   }
   for (const Slot& s : op.outputs) {
-    if (s.name == "XShape") continue;
+    const OperandDef* o = v.outputOfSlot(s.name);
+    if (o && !o->reads_buffer) continue;  // a shape record (XShape) holds no data
     for (const Arg& a : s.args) bytes += size(a.var);
   }
   return bytes;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 #include "ir/json_text.h"
 
 namespace spopt {
@@ -161,7 +161,12 @@ class LivenessBuilder {
 
 }  // namespace
 
-bool keptToEnd(const Var& v) { return v.persistable || v.block->program->fetches(v.name); }
+// A program that names no fetches (Paddle's PIR test programs have no pd_op.fetch) keeps its
+// results: the values it computes that nothing reads.
+bool keptToEnd(const Var& v) {
+  const Program& p = *v.block->program;
+  return v.persistable || p.fetches(v.name) || (p.fetch.empty() && !v.writers.empty() && v.readers.empty());
+}
 
 const Block* entryBlockOf(const Program& p) {
   for (const auto& b : p.blocks)

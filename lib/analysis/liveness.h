@@ -8,7 +8,7 @@
 //  - A use at op i is a read or a write by op i. An op owning sub-blocks (attr `sub_block`: a
 //    block idx, or `blocks`: an array of them) uses, at its own position, every var its sub-blocks
 //    (recursively) read or write that is declared outside them.
-//  - A read through a no-need-buffer slot (analysis/no_need_buffer.h) is not a buffer read. With
+//  - A read through a no-need-buffer slot (the catalogue's no-need-buffer operands, ops/op_def.h) is not a buffer read. With
 //    LivenessOptions::no_need_buffer (the default), a var's buffer dies after its last buffer read
 //    or write; later shape-only reads do not keep it. A var that is only ever read shape-only has
 //    no buffer at all and is not listed. Without the option every read counts.
@@ -51,7 +51,8 @@ struct Liveness {
 const Block* entryBlockOf(const Program& p);
 // One walk over every op of every block (plus one over each block's vars).
 Liveness computeProgramLiveness(const Program& p, const LivenessOptions& o = {});
-// A var that never dies: persistable or fetched by its program.
+// A var that never dies: persistable or fetched by its program (or, in a program that fetches
+// nothing, a result: written and never read).
 bool keptToEnd(const Var& v);
 
 }  // namespace spopt

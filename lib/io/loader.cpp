@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "ops/op_def.h"
+
 #include "io/job_parser.h"
 #include "io/source.h"
 #include "io/text_reader.h"
@@ -149,6 +151,7 @@ std::unique_ptr<Job> load(std::shared_ptr<Source> src, const std::string& name, 
   if (!loadChunked(*job, *src, name))
     JobParser(*job, name, job->arena).parseDocument(src->text().data(), src->text().size(), src->capacity());
   job->rebuildIndices();
+  inferDialects(*job);
   if (opts.resolve) resolveNames(*job);
   return job;
 }

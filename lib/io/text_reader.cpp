@@ -5,6 +5,7 @@
 #include "io/text_lexer.h"
 #include "io/text_writer.h"
 #include "ir/json_text.h"
+#include "ops/op_def.h"
 #include "support/error.h"
 
 namespace spopt {
@@ -402,6 +403,7 @@ std::unique_ptr<Job> readTextJob(std::string_view text, const std::string& name,
   job->path = name;
   TextReader(text, name, *job, opts).run();
   job->rebuildIndices();
+  inferDialects(*job);
   return job;
 }
 

@@ -309,4 +309,20 @@ void addOutput(Op& op, Job& job, std::string_view slot, std::vector<std::string_
   addSlot(op.outputs, job, slot, std::move(names));
 }
 
+std::string_view dialectName(Dialect d) {
+  switch (d) {
+    case Dialect::Legacy: return "legacy";
+    case Dialect::Current: return "current";
+    case Dialect::Pir: return "pir";
+  }
+  return "?";
+}
+
+std::optional<Dialect> parseDialect(std::string_view name) {
+  if (name == "legacy") return Dialect::Legacy;
+  if (name == "current") return Dialect::Current;
+  if (name == "pir") return Dialect::Pir;
+  return std::nullopt;
+}
+
 }  // namespace spopt

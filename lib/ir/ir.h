@@ -66,6 +66,11 @@ bool hasField(const Fields& f, std::string_view key);
 void ensureField(Fields& f, std::string_view key);  // appends a known key if missing
 void dropField(Fields& f, std::string_view key);
 
+// The dialect a program is written in (ops/op_def.h: how each spells ops, slots and attributes).
+enum class Dialect : uint8_t { Legacy, Current, Pir };
+std::string_view dialectName(Dialect d);  // "legacy", "current", "pir"
+std::optional<Dialect> parseDialect(std::string_view name);
+
 struct Op;
 // Readers and writers of a var: most vars have one or two, kept inline without a heap block.
 using OpList = absl::InlinedVector<Op*, 2>;
@@ -181,6 +186,7 @@ struct Program {
 
   Job* job = nullptr;
   size_t position = 0;  // index in job->programs
+  Dialect dialect = Dialect::Legacy;  // set by the loaders (ops/op_def.h inferDialect)
   uint32_t next_op_id = 0;
   uint32_t next_var_id = 0;
 

@@ -78,6 +78,5 @@ void setStreamPriority(Op& op, Job& job, int64_t priority) { distAttr(op).setInt
 int64_t schedulingPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("scheduling_priority").value_or(0) : 0; }
 void setSchedulingPriority(Op& op, Job& job, int64_t priority) { distAttr(op).setInt(job.arena, "scheduling_priority", priority); }
 
-bool isOrderingOp(const Op& op) { return op.type == "depend" || op.type == "nop"; }
 
 }  // namespace spopt

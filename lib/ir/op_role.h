@@ -49,8 +49,5 @@ void setStreamPriority(Op& op, Job& job, int64_t priority);
 int64_t schedulingPriority(const Op& op);             // 0 when absent
 void setSchedulingPriority(Op& op, Job& job, int64_t priority);
 
-// Ops that only order others and move no data: `depend` (inputs X, Dep; output Out aliases X:
-// Out is X after every Dep is ready) and `nop`. Passes that reorder must keep their edges.
-bool isOrderingOp(const Op& op);
 
 }  // namespace spopt

@@ -7,6 +7,7 @@
 
 #include "analysis/split_sections.h"
 #include "ir/json_text.h"
+#include "ops/op_def.h"
 
 namespace spopt {
 
@@ -132,7 +133,7 @@ class Matcher {
       if (!ns || ns->find("/auto_parallel/reshard") == std::string::npos)
         return refuse("not-reshard", "the split (" + opText(&s, ar.block) + ") was not inserted by resharding (reshard-only=true)");
     }
-    if (m_.coll.pir) {
+    if (m_.coll.dialect == Dialect::Pir) {
       if (!checkPirSplit(s, n, position)) return false;
     } else {
       if (!checkSplitShape(s, n)) return false;
@@ -257,14 +258,14 @@ class Matcher {
   const Op* findSplit() {
     const Op* found = nullptr;
     for (const Op* r : m_.y->readers) {
-      if (!m_.coll.pir) {
-        if (r->type == "split") found = r;
+      if (m_.coll.dialect != Dialect::Pir) {
+        if (isA(*r, opDef("split"))) found = r;
         continue;
       }
-      if (r->type == "pd_op.split_with_num") return r;
-      if (Var* a = r->type == "pd_op.assign" ? r->out("out0") : nullptr)
+      if (isA(*r, opDef("split_with_num"))) return r;
+      if (Var* a = isA(*r, opDef("assign")) ? r->out("out0") : nullptr)
         for (const Op* rr : a->readers)
-          if (rr->type == "pd_op.split_with_num") {
+          if (isA(*rr, opDef("split_with_num"))) {
             assign_ = r;
             return rr;
           }
@@ -298,7 +299,7 @@ class Matcher {
     if (!s.in("in0") || !axis_var || s.outputCount("out0") != 1)
       return refuse("malformed", "the split (" + opText(&s, s.block) + ") needs operands in0 (data) and in1 (axis) and one result");
     const Op* full = axis_var->writers.size() == 1 ? axis_var->writers[0] : nullptr;
-    const auto* value = full && full->type == "pd_op.full" ? full->attrs.find("value") : nullptr;
+    const auto* value = full && isA(*full, opDef("full")) ? full->attrs.find("value") : nullptr;
     auto axis_num = value ? rawToNumber(*value) : std::nullopt;
     if (!axis_num || *axis_num != double(int64_t(*axis_num)))
       return refuse("split-dynamic", "the split's axis " + quoted(axis_var) + " is not an integer constant of a pd_op.full");
@@ -309,7 +310,7 @@ class Matcher {
     Var* chunks = s.out("out0");
     std::vector<const Op*> used;
     for (const Op* r : chunks->readers) {
-      if (r->type != "builtin.slice" || r->block != s.block)
+      if (!isA(*r, opDef("vector_slice")) || r->block != s.block)
         return refuse("split-vector-use", "the split's result " + quoted(chunks) + " is read by " + opText(r, s.block) + ", not by a builtin.slice");
       Var* out = r->out("out0");
       if (!out || !r->attrs.getInt("index")) return refuse("malformed", opText(r, s.block) + " needs an integer index and one result");

@@ -25,7 +25,7 @@
 #include <unordered_set>
 
 #include "analysis/ring_order.h"
-#include "ir/op_builder.h"
+#include "ops/op_builder.h"
 #include "ir/op_role.h"
 #include "passes/allreduce_split_match.h"
 #include "passes/builtin_passes.h"
@@ -183,12 +183,11 @@ class FuseAllreduceSplit final : public Pass {
   void rewrite(const AllReduceSplitMatch& m) {
     Op& ar = *m.allreduce;
     Block& b = *ar.block;
-    CollectiveDesc desc{CollectiveKind::ReduceScatter, m.coll.ring_id, int64_t(m.group->ranks.size()), m.coll.legacy};
-    desc.pir = m.coll.pir;
+    CollectiveDesc desc{CollectiveKind::ReduceScatter, m.coll.ring_id, int64_t(m.group->ranks.size())};
     NewOp rs = OpBuilder(b).collective(desc, m.x, m.kept);
     rs.attrRaw("ring_id", *ar.attrs.find("ring_id")).copyAttrs(ar, {"op_namescope", "op_role"});
     if (!ar.attrs.find("op_role")) rs.copyAttrs(*m.split, {"op_role"});
-    if (m.coll.pir) {
+    if (m.coll.dialect == Dialect::Pir) {
       // PIR keeps the communication stream of the all-reduce, and Paddle's int32 attribute types.
       if (ar.hasDistAttr()) rs.copyDistAttr(ar.dist_attr, {"execution_stream"});
       Job& job = *b.program->job;

@@ -3,7 +3,8 @@
 #include "passes/matmul_grad_split.h"
 
 #include "support/checked_size.h"
-#include "ir/op_builder.h"
+#include "ops/op_builder.h"
+#include "ops/op_view.h"
 #include "passes/builtin_passes.h"
 
 namespace spopt {
@@ -25,15 +26,16 @@ Var* flatten2d(OpBuilder& b, Var* v, Op& before, const Op& like) {
   std::vector<int64_t> xshape{0};
   xshape.insert(xshape.end(), v->shape.begin(), v->shape.end());
   Var* xs = b.freshVar(std::string(v->name) + ".flat_xshape", xshape, v->dtype);
-  b.compute("reshape2").input("X", {v}).output("Out", {out}).output("XShape", {xs}).attrInts("shape", flat)
+  b.create(opDef("reshape")).input("X", {v}).output("Out", {out}).output("XShape", {xs}).attrInts("shape", flat)
       .copyAttrs(like, {"op_role", "op_namescope"}).insertBefore(before);
   return out;
 }
 
 }  // namespace
 
-std::string matmulGradSplitRefusal(const Op& op) {
-  if (op.type != "matmul_v2_grad") return "not a matmul_v2_grad";
+std::string matmulGradSplitRefusal(const Op& original) {
+  OpView op(original);
+  if (!op.is(opDef("matmul_grad"))) return "not a matmul gradient";
   if (op.attrs.getBool("trans_x").value_or(false)) return "trans_x is set (only X op(Y) is split)";
   Var* x = op.in("X");
   Var* y = op.in("Y");
@@ -49,14 +51,15 @@ std::string matmulGradSplitRefusal(const Op& op) {
 MatmulGradSplit splitMatmulGrad(Job& job, Op& op) {
   (void)job;
   OpBuilder b(*op.block);
-  Var* x = op.in("X");
-  Var* y = op.in("Y");
-  Var* g = op.in("Out@GRAD");
-  Var* dx = op.out("X@GRAD");
-  Var* dy = op.out("Y@GRAD");
-  bool ty = op.attrs.getBool("trans_y").value_or(false);
+  OpView view(op);
+  Var* x = view.in("X");
+  Var* y = view.in("Y");
+  Var* g = view.in("Out@GRAD");
+  Var* dx = view.out("X@GRAD");
+  Var* dy = view.out("Y@GRAD");
+  bool ty = view.attrs.getBool("trans_y").value_or(false);
   auto gemm = [&](Var* a, Var* bb, bool ta, bool tb, Var* out) {
-    NewOp n = b.compute("matmul_v2");
+    NewOp n = b.create(opDef("matmul"));
     n.input("X", {a}).input("Y", {bb}).output("Out", {out}).attrBool("trans_x", ta).attrBool("trans_y", tb);
     n.copyAttrs(op, {"op_role", "op_namescope"});
     if (op.hasDistAttr()) n.copyDistAttr(op.dist_attr, {"process_mesh", "chunk_id", "execution_stream"});
@@ -80,15 +83,16 @@ class SplitMatmulGrad final : public Pass {
     for (auto& p : job.programs)
       for (auto& blk : p->blocks) {
         std::vector<std::pair<Op*, size_t>> todo;
+        const OpDef& matmul_grad = opDef("matmul_grad");
         for (Op& op : blk->ops) {
-          if (op.type != "matmul_v2_grad") continue;
+          if (resolveOp(op.type).def != &matmul_grad) continue;
           ctx.countCandidate();
           std::string why = matmulGradSplitRefusal(op);
           if (why.empty()) {
             todo.emplace_back(&op, 0);
             continue;
           }
-          ExplainRecord r{p->rank, blk->idx, blk->indexOf(&op), "matmul_v2_grad", false, "unsplittable", ctx.explaining() ? why : ""};
+          ExplainRecord r{p->rank, blk->idx, blk->indexOf(&op), std::string(op.type), false, "unsplittable", ctx.explaining() ? why : ""};
           ctx.refuse(std::move(r));
         }
         for (auto& [op, unused] : todo) {

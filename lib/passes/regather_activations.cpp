@@ -23,7 +23,7 @@
 
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
-#include "ir/op_builder.h"
+#include "ops/op_builder.h"
 #include "passes/builtin_passes.h"
 #include "passes/regather_match.h"
 #include "passes/regather_memory.h"

@@ -4,8 +4,8 @@
 
 #include "analysis/liveness.h"
 #include "analysis/memory.h"
-#include "analysis/no_need_buffer.h"
-#include "ir/op_builder.h"
+#include "ops/op_view.h"
+#include "ops/op_builder.h"
 #include "ir/op_role.h"
 
 namespace spopt {
@@ -147,8 +147,8 @@ void rewriteRegather(const RegatherMatch& m) {
   Var* g = m.gathered;
   Var* fresh = b.freshVar(std::string(g->name) + "@regather", g->shape, g->dtype, g);
   // nranks 0: the attrs, nranks included when present, come from the forward all-gather.
-  NewOp op = b.collective({CollectiveKind::AllGather, m.coll.ring_id, 0, m.coll.legacy}, m.shard, fresh);
-  for (const Member& a : ag.attrs.items()) op.attrRaw(a.key, a.raw);
+  NewOp op = b.collective({CollectiveKind::AllGather, m.coll.ring_id, 0}, m.shard, fresh);
+  for (const Member& a : ag.attrs.items()) op.op().attrs.setRaw(b.job().arena, a.key, a.raw);  // names as the forward's
   op.phase(Phase::Backward);
   if (ag.hasDistAttr()) op.copyDistAttr(ag.dist_attr);
   op.insertBefore(*m.insert_before);

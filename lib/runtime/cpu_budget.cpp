@@ -62,7 +62,6 @@ CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host) {
 
 const CpuBudget& cpuBudget() { return budget(); }
 
-bool usesBlas(std::string_view op_type) { return op_type == "matmul_v2" || op_type == "matmul_v2_grad"; }
 
 CoreLease::CoreLease(int n) : n_(budget().tokens ? std::clamp(n, 1, budget().tokens) : 0) {
   if (!n_) return;

@@ -23,8 +23,6 @@ struct CpuBudget {
 CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host);
 const CpuBudget& cpuBudget();
 
-// Whether a kernel of this op type calls BLAS (and so takes blas_threads tokens).
-bool usesBlas(std::string_view op_type);
 
 // Holds `n` tokens of the gate for its lifetime (n is clamped to the gate's size).
 class CoreLease {

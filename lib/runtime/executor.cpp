@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 #include "runtime/inputs.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/npy.h"
@@ -17,6 +17,12 @@ namespace spopt::rt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A collective (the communicator runs it), an op with a kernel, or a program input replay feeds.
+bool replayable(const Op& op) {
+  ResolvedOp r = resolveOp(op.type);
+  return r && (r.def->collective || kernelFor(*r.def) || r.def->has(trait::Source));
+}
 
 
 }  // namespace
@@ -47,7 +53,7 @@ void checkOpsReplayable(const Job& job) {
     const Block& b = entryBlock(*p);
     size_t index = 0;
     for (const Op& op : b.ops) {
-      if (!asCollective(op) && !findKernel(op.type)) {
+      if (!replayable(op)) {
         if (first.empty()) first = opAt(*p, b, index);
         ++count;
         if (std::find(types.begin(), types.end(), op.type) == types.end()) types.push_back(op.type);
@@ -70,7 +76,7 @@ void checkReplayable(const Program& p) {
   for (const Op& op : b.ops) {
     auto here = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
     auto coll = asCollective(op);
-    if (!coll && !findKernel(op.type)) here("replay does not support this op");
+    if (!coll && !replayable(op)) here("replay does not support this op");
     if (coll && coll->ring_id < 0 && coll->kind != CollectiveKind::Identity) here("ring_id is missing or not an integer");
     for (const auto* slots : {&op.inputs, &op.outputs})
       forEachArg(*slots, [&](const Var& v) {

@@ -12,7 +12,7 @@
 
 #include "analysis/comm_stats.h"
 #include "analysis/liveness.h"
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernels.h"
@@ -71,13 +71,13 @@ class Values {
 
 class OpIO final : public KernelIO {
  public:
-  OpIO(const Op& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
+  OpIO(const OpView& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
   const Tensor* input(std::string_view slot, size_t i) const override {
     const Var* var = op_.in(slot, i);
     if (!var) return nullptr;
-    // A slot whose buffer the kernel does not read (analysis/no_need_buffer.h) gets its shape and
-    // dtype only, never the live tensor: its var may be released by another stream meanwhile.
-    if (!readsBuffer(op_, slot)) {
+    // A slot whose buffer the kernel does not read (the catalogue's no-need-buffer operands) gets
+    // its shape and dtype only, never the live tensor: its var may be released by another stream.
+    if (const OperandDef* o = op_.def() ? op_.def()->input(slot) : nullptr; o && !o->reads_buffer) {
       shape_only_.push_back(Tensor::shapeOnly(var->dtype, var->shape));
       return &shape_only_.back();
     }
@@ -94,7 +94,7 @@ class OpIO final : public KernelIO {
   size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
-  const Op& op_;
+  const OpView& op_;
   Values& values_;
   std::vector<std::pair<const Var*, Tensor>>& outs_;
   mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers
@@ -130,7 +130,8 @@ class RankExecutor {
     for (auto& e : events_) run.events.insert(run.events.end(), std::make_move_iterator(e.begin()), std::make_move_iterator(e.end()));
     std::stable_sort(run.events.begin(), run.events.end(), [](const TraceEvent& a, const TraceEvent& b) { return a.index < b.index; });
 
-    // Fetched vars, then persistable ones; never-touched ones get their input value.
+    // Fetched vars, then persistable ones (or, without fetches, the results); never-touched ones get
+    // their input value.
     std::vector<char> listed(p_.next_var_id, 0);
     auto keep = [&](const Var& v) {
       if (listed[v.id]) return;
@@ -141,7 +142,7 @@ class RankExecutor {
     for (std::string_view name : p_.fetch)
       if (const Var* v = b_.lookup(name)) keep(*v);
     for (const auto& v : b_.vars)
-      if (!v->removed && v->persistable) keep(*v);
+      if (!v->removed && keptToEnd(*v)) keep(*v);
     return run;
   }
 
@@ -283,13 +284,16 @@ class RankExecutor {
           break;
         }
       }
+    } else if (OpView view(op); view.has(trait::Source)) {
+      // pd_op.data, builtin.parameter: the program's inputs, fed as replay feeds any input.
+      for (auto& [v, t] : outs) t = programInput(*v, p.rank, o_);
     } else {
-      KernelFn fn = findKernel(op.type);
+      KernelFn fn = view.def() ? kernelFor(*view.def()) : nullptr;
       if (!fn) fail("replay does not support this op");
-      OpIO io(op, values_, outs);
-      KernelContext ctx{op, p.rank, o_.seed, io};
+      OpIO io(view, values_, outs);
+      KernelContext ctx{view, p.rank, o_.seed, io};
       try {
-        CoreLease cores(usesBlas(op.type) ? cpuBudget().blas_threads : 1);
+        CoreLease cores(view.has(trait::Blas) ? cpuBudget().blas_threads : 1);
         fn(ctx);
       } catch (const InputError&) {
         throw;

@@ -3,7 +3,7 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 #include "ir/op_role.h"
 
 namespace spopt::rt {

@@ -38,7 +38,7 @@ struct StreamPlan {
   std::vector<std::vector<size_t>> ops_of;   // by stream: op positions in program order
   std::vector<std::vector<StreamWait>> waits;  // by op position: at most one per other stream
   // by Var::id: ops that read the var's buffer or write it (a shape-only read through a
-  // no-need-buffer slot, analysis/no_need_buffer.h, is not a use: the buffer may be gone by then)
+  // no-need-buffer slot, the catalogue's no-need-buffer operands, ops/op_def.h, is not a use: the buffer may be gone by then)
   std::vector<uint32_t> uses;
   std::vector<char> is_input;                // by Var::id: read before any op writes it
   bool multi() const { return names.size() > 1; }

@@ -1,6 +1,6 @@
 #include "runtime/tensor.h"
 
-#include "analysis/op_shape_rules.h"
+#include "ops/shape_math.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +11,7 @@
 namespace spopt::rt {
 
 Storage storageOf(DType t) {
-  // The mapping is shared with the verifier's dtype rules (analysis/op_shape_rules.h).
+  // The mapping is shared with the verifier's dtype rules (ops/shape_math.h).
   switch (dtypeStorage(t)) {
     case DTypeStorage::F64: return Storage::F64;
     case DTypeStorage::I64: return Storage::I64;

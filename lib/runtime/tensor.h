@@ -20,7 +20,7 @@ class Tensor {
   Tensor() = default;
   Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled, 64-byte aligned
   // Shape and dtype without a buffer (empty(), data() null): what a kernel gets for an input slot
-  // whose buffer it does not read (analysis/no_need_buffer.h) once that buffer is released.
+  // whose buffer it does not read (the catalogue's no-need-buffer operands, ops/op_def.h) once that buffer is released.
   static Tensor shapeOnly(DType dtype, std::vector<int64_t> shape);
 
   DType dtype() const { return dtype_; }

@@ -4,12 +4,10 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
-#include "analysis/op_attr_kinds.h"
-#include "analysis/op_shape_rules.h"
 #include "analysis/ring_order.h"
-#include "analysis/split_sections.h"
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
+#include "ops/op_verify.h"
 #include "support/checked_size.h"
 #include "verify/sharding.h"
 
@@ -22,12 +20,6 @@ std::string shapeText(const Var& v) {
     if (i) s += ",";
     s += std::to_string(v.shape[i]);
   }
-  return s + "]";
-}
-
-std::string intList(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
   return s + "]";
 }
 
@@ -137,8 +129,8 @@ class Verifier {
         }
       }
       if (!resolved) continue;
-      if (auto c = asCollective(op)) checkCollective(p, op, *c);
-      if (opts_.shapes) checkShapes(op);
+      if (auto c = asCollective(op)) checkCollective(p, op, *c);  // its rules are here
+      else if (opts_.shapes) checkShapes(op);
     }
   }
 
@@ -218,98 +210,10 @@ class Verifier {
     }
   }
 
+  // What replay's kernels decide from slots, attrs and declared shapes: the op's definition.
   void checkShapes(const Op& op) {
-    // An attribute a kernel could not read (its rules below would skip it).
-    if (auto e = checkAttrKinds(op)) return report(opPtr(op) + e->where, e->message);
-    if (op.type == "split") checkSplit(op);
-    else if (op.type == "concat") checkConcat(op);
-    else if (op.type == "matmul_v2") checkMatmul(op);
-    // The rest of what replay's kernels decide from slots, attrs and declared shapes.
-    else if (auto e = checkOpRules(op)) report(opPtr(op) + e->where, e->message);
-  }
-
-  static int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
-
-  void checkSplit(const Op& op) {
-    const Var* x = op.in("X");
-    const Slot* outs = op.output("Out");
-    if (!x || !outs || outs->args.empty()) return report(opPtr(op), "split needs input X and outputs Out");
-    if (!known(x)) return;
-    int64_t axis = normAxis(op.attrs.getInt("axis").value_or(0), x->shape.size());
-    if (axis < 0 || axis >= int64_t(x->shape.size()))
-      return report(opPtr(op) + "/attrs/axis", "split axis is out of range for input " + shapeText(*x));
-    int64_t total = 0;
-    for (const auto& a : outs->args) {
-      if (!known(a.var)) return;
-      const Var* y = a.var;
-      bool same = y->shape.size() == x->shape.size() && y->dtype == x->dtype;
-      for (size_t d = 0; same && d < x->shape.size(); ++d)
-        if (int64_t(d) != axis && y->shape[d] != x->shape[d]) same = false;
-      if (!same) return report(opPtr(op), "split output \"" + std::string(y->name) + "\" " + shapeText(*y) + " does not match input " + shapeText(*x) + " off the split axis");
-      total += y->shape[axis];
-    }
-    if (total != x->shape[axis])
-      return report(opPtr(op), "split outputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but input " + shapeText(*x) + " has " + std::to_string(x->shape[axis]));
-    // sections, with its -1 resolved (analysis/split_sections.h), must give the outputs' sizes:
-    // replay's kernel splits by it.
-    auto num = op.attrs.getInt("num");
-    auto sections = op.attrs.getIntArray("sections");
-    if (sections && !sections->empty() && !(num && *num > 0)) {
-      std::string why;
-      auto resolved = resolveSplitSections(*sections, x->shape[axis], &why);
-      if (!resolved) return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " " + why + " (" + std::to_string(x->shape[axis]) + " along axis " + std::to_string(axis) + ")");
-      if (resolved->size() != outs->args.size())
-        return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " give " + std::to_string(resolved->size()) + " parts but it has " + std::to_string(outs->args.size()) + " outputs");
-      for (size_t i = 0; i < resolved->size(); ++i)
-        if ((*resolved)[i] != outs->args[i].var->shape[axis])
-          return report(opPtr(op) + "/attrs/sections", "split sections " + intList(*sections) + " give part " + std::to_string(i) + " " +
-                                                           std::to_string((*resolved)[i]) + " rows along axis " + std::to_string(axis) + ", but output \"" +
-                                                           std::string(outs->args[i].var->name) + "\" has " + std::to_string(outs->args[i].var->shape[axis]));
-    }
-    if (!(num && *num > 0) && !(sections && !sections->empty()))
-      return report(opPtr(op) + "/attrs", "split needs num > 0 or non-empty sections (replay splits by them)");
-    if (num && *num > 0 && *num != int64_t(outs->args.size()))
-      report(opPtr(op) + "/attrs/num", "split num is " + std::to_string(*num) + " but it has " + std::to_string(outs->args.size()) + " outputs");
-    if (num && *num > 0 && x->shape[axis] % *num != 0)
-      report(opPtr(op) + "/attrs/num", "split num " + std::to_string(*num) + " does not divide " + std::to_string(x->shape[axis]));
-  }
-
-  void checkConcat(const Op& op) {
-    const Slot* xs = op.input("X");
-    const Var* y = op.out("Out");
-    if (!xs || xs->args.empty() || !y) return report(opPtr(op), "concat needs inputs X and output Out");
-    if (!known(y)) return;
-    int64_t axis = normAxis(op.attrs.getInt("axis").value_or(0), y->shape.size());
-    if (axis < 0 || axis >= int64_t(y->shape.size())) return report(opPtr(op) + "/attrs/axis", "concat axis is out of range for output " + shapeText(*y));
-    int64_t total = 0;
-    for (const auto& a : xs->args) {
-      if (!known(a.var)) return;
-      if (a.var->shape.size() != y->shape.size()) return report(opPtr(op), "concat input \"" + std::string(a.name) + "\" has rank " + std::to_string(a.var->shape.size()) + ", output " + shapeText(*y));
-      for (size_t d = 0; d < y->shape.size(); ++d)  // replay's kernel joins inputs equal off the axis
-        if (int64_t(d) != axis && a.var->shape[d] != y->shape[d])
-          return report(opPtr(op), "concat input \"" + std::string(a.name) + "\" " + shapeText(*a.var) + " differs from output " + shapeText(*y) + " outside axis " + std::to_string(axis));
-      total += a.var->shape[axis];
-    }
-    if (total != y->shape[axis]) report(opPtr(op), "concat inputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but output is " + shapeText(*y));
-  }
-
-  void checkMatmul(const Op& op) {
-    const Var *x = op.in("X"), *w = op.in("Y"), *y = op.out("Out");
-    if (!x || !w || !y) return report(opPtr(op), "matmul_v2 needs inputs X, Y and output Out");
-    if (!known(x) || !known(w) || !known(y)) return;
-    if (x->shape.size() < 2 || w->shape.size() < 2) return report(opPtr(op), "matmul_v2 operands must be at least 2-D: " + shapeText(*x) + " x " + shapeText(*w));
-    bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
-    size_t rx = x->shape.size(), rw = w->shape.size();
-    int64_t m = tx ? x->shape[rx - 1] : x->shape[rx - 2], kx = tx ? x->shape[rx - 2] : x->shape[rx - 1];
-    int64_t kw = ty ? w->shape[rw - 1] : w->shape[rw - 2], n = ty ? w->shape[rw - 2] : w->shape[rw - 1];
-    if (kx != kw) return report(opPtr(op), "matmul_v2 inner dims differ: " + shapeText(*x) + " x " + shapeText(*w));
-    // Batch dims broadcast as replay's kernel does (runtime/kernels/matmul_plan.h).
-    auto batch = broadcastBatchDims(std::vector<int64_t>(x->shape.begin(), x->shape.end() - 2), std::vector<int64_t>(w->shape.begin(), w->shape.end() - 2));
-    if (!batch) return report(opPtr(op), "matmul_v2 batch dims do not broadcast: " + shapeText(*x) + " x " + shapeText(*w));
-    std::vector<int64_t> expect = *batch;
-    expect.push_back(m);
-    expect.push_back(n);
-    if (y->shape != expect) report(opPtr(op), "matmul_v2 output " + shapeText(*y) + " should have shape of " + shapeText(*x) + " x " + shapeText(*w));
+    OpView view(op);
+    if (auto e = checkOpDefinition(view)) report(opPtr(op) + e->where, e->message);
   }
 
   // For each ring, every member rank present must issue the same sequence of collectives.

@@ -8,7 +8,7 @@
 namespace spopt {
 
 struct VerifyOptions {
-  bool shapes = true;       // op shape rules (split, concat, matmul_v2, collectives, analysis/op_shape_rules.h)
+  bool shapes = true;       // op shape rules (collectives here; every other op by its catalogue definition, ops/op_verify.h)
   bool collectives = true;  // same collective sequence on every member rank of each ring
   size_t max_problems = 50;
 };

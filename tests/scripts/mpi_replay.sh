@@ -29,6 +29,17 @@ for spec in "2 hand_tp2_legacy" "2 hand_tp2_fused" "4 collectives_tp4"; do
   echo "ok: $job with $n processes: $n_files vars bitwise equal to the local backend"
 done
 
+# A Paddle 3 (PIR) program, Paddle's own fusion test at a small size: its ops replay under mpirun as
+# locally, bit for bit, and the fused job checks against it under mpi.
+PIR=$SRC/testdata/pir/fuse_pattern_small_2rank.json
+"$SP_OPT" replay "$PIR" --dump "$tmp/pir.local" > /dev/null || bad "local replay of the PIR job"
+timeout 120 mpirun -n 2 --oversubscribe "$SP_OPT" replay "$PIR" --backend mpi --dump "$tmp/pir.mpi" > /dev/null || bad "mpi replay of the PIR job"
+diff -r "$tmp/pir.local" "$tmp/pir.mpi" > /dev/null || bad "PIR job: local and mpi dumps differ"
+"$SP_OPT" rewrite "$PIR" "$tmp/pir.fused.json" > /dev/null || bad "rewrite of the PIR job"
+timeout 120 mpirun -n 2 --oversubscribe "$SP_OPT" check "$PIR" "$tmp/pir.fused.json" --backend mpi --rtol 0 --atol 0 \
+  > "$tmp/check.txt" 2>&1 || { cat "$tmp/check.txt"; bad "mpi check of the fused PIR job"; }
+grep -q "pd_op.reduce_scatter" <("$SP_OPT" print "$tmp/pir.fused.json") || bad "the PIR job was not fused"
+
 timeout 120 mpirun -n 2 --oversubscribe "$SP_OPT" check "$JOBS/hand_tp2_legacy.json" "$JOBS/hand_tp2_fused.json" --backend mpi \
   > "$tmp/check.txt" 2>&1; rc=$?
 [ $rc -eq 0 ] || { cat "$tmp/check.txt"; bad "mpi check of the correct fusion: exit $rc"; }

@@ -6,7 +6,7 @@
 
 #include "analysis/liveness.h"
 #include "analysis/memory.h"
-#include "analysis/no_need_buffer.h"
+#include "ops/op_view.h"
 #include "gen/generate.h"
 #include "io/loader.h"
 #include "runtime/executor.h"

@@ -67,7 +67,8 @@ struct OpRunner {
   OpRunner& run(int64_t rank = 0, uint64_t seed = 7) {
     auto fn = spopt::rt::findKernel(op.type);
     REQUIRE(fn != nullptr);
-    spopt::rt::KernelContext ctx{op, rank, seed, io};
+    spopt::OpView view(op);
+    spopt::rt::KernelContext ctx{view, rank, seed, io};
     fn(ctx);
     return *this;
   }

@@ -3,6 +3,7 @@
 
 #include "io/pir/pir_json.h"
 #include "io/source.h"
+#include "ops/op_def.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -306,7 +307,7 @@ class Reader {
         Scope si(*this, std::to_string(i));
         std::string name = defineValue(outs[i], vars, flag(attrs, "persistable", i, false));
         outputs[slotName("out", i)] = ojson::array({name});
-        if (type == "pd_op.fetch") fetch.push_back(name);
+        if (const OpDef* def = resolveOp(type).def; def && def->has(trait::Sink)) fetch.push_back(name);
       }
     }
     out["inputs"] = std::move(inputs);

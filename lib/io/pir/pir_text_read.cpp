@@ -10,6 +10,7 @@
 
 #include "io/pir/pir_text.h"
 #include "io/source.h"
+#include "ops/op_def.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -392,7 +393,8 @@ class Parser {
       std::string vname = valueVarName(id);
       ojson var = {{"name", vname}};
       varType(out_types[i], types_pos, var);
-      bool persistable = type == "builtin.parameter";
+      const OpDef* def = resolveOp(type).def;
+      bool persistable = def == &opDef("parameter");  // a parameter's value lives on
       auto p = attrs.find("persistable");
       if (p != attrs.end() && p->is_array() && i < p->size() && (*p)[i].is_boolean()) persistable = (*p)[i].get<bool>();
       var["persistable"] = persistable;
@@ -400,7 +402,7 @@ class Parser {
       vars.push_back(std::move(var));
       defined_.emplace(id, vname);
       out["outputs"][slotName("out", i)] = ojson::array({vname});
-      if (type == "pd_op.fetch") fetch.push_back(vname);
+      if (def && def->has(trait::Sink)) fetch.push_back(vname);
     }
     out["attrs"] = attrs;
     ojson dist = ojson::object();

@@ -1,6 +1,6 @@
 #include "runtime/kernels/broadcast.h"
 
-#include "analysis/op_shape_rules.h"
+#include "ops/shape_math.h"
 
 namespace spopt::rt {
 
@@ -10,7 +10,7 @@ BroadcastPlan planBroadcast(const KernelContext& c, const std::vector<int64_t>& 
     kernelFail(c, "X " + shapeStr(x) + " and Y " + shapeStr(y) + " do not broadcast with axis=" +
                       std::to_string(axis) + (why.empty() ? "" : ": " + why));
   };
-  // The shape rule is shared with the verifier (analysis/op_shape_rules.h).
+  // The shape rule is shared with the verifier (ops/shape_math.h).
   std::string why;
   auto aligned = alignBroadcast(x, y, axis, &why);
   if (!aligned) fail(why);

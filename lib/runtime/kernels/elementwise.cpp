@@ -123,10 +123,10 @@ template <Kind K> void backward(KernelContext& c) {
 }  // namespace
 
 void registerElementwiseKernels(KernelTable& t) {
-  t.add("elementwise_add", forward<Kind::Add>);
-  t.add("elementwise_mul", forward<Kind::Mul>);
-  t.add("elementwise_add_grad", backward<Kind::Add>);
-  t.add("elementwise_mul_grad", backward<Kind::Mul>);
+  t.add("add", forward<Kind::Add>);
+  t.add("multiply", forward<Kind::Mul>);
+  t.add("add_grad", backward<Kind::Add>);
+  t.add("multiply_grad", backward<Kind::Mul>);
 }
 
 }  // namespace spopt::rt

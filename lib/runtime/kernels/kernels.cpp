@@ -16,19 +16,26 @@ static const KernelTable& table() {
     registerReduceKernels(k);
     registerDropoutKernels(k);
     registerMiscKernels(k);
+    registerPirValueKernels(k);
     return k;
   }();
   return t;
 }
 
+KernelFn kernelFor(const OpDef& def) {
+  const auto& k = table().by_def;
+  return def.index < k.size() ? k[def.index] : nullptr;
+}
+
 KernelFn findKernel(std::string_view op_type) {
-  auto it = table().by_type.find(op_type);
-  return it == table().by_type.end() ? nullptr : it->second;
+  ResolvedOp r = resolveOp(op_type);
+  return r ? kernelFor(*r.def) : nullptr;
 }
 
 std::vector<std::string_view> supportedKernelOps() {
   std::vector<std::string_view> ops;
-  for (const auto& [type, fn] : table().by_type) ops.push_back(type);
+  for (const OpDef* d : allOpDefs())
+    if (kernelFor(*d)) ops.push_back(d->spellings.front().type);
   std::sort(ops.begin(), ops.end());
   return ops;
 }

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ops/op_view.h"
 #include "runtime/tensor.h"
 
 namespace spopt::rt {
 
-// Where a kernel finds its tensors. Absent slots or args give nullptr / 0.
+// Where a kernel finds its tensors, by canonical slot name (ops/op_view.h maps them to the op's
+// dialect). Absent slots or args give nullptr / 0.
 class KernelIO {
  public:
   virtual ~KernelIO() = default;
@@ -29,7 +31,7 @@ class KernelIO {
 };
 
 struct KernelContext {
-  const Op& op;     // type and attrs
+  const OpView& op;  // type, and slots and attrs by their canonical (legacy) names in any dialect
   int64_t rank;     // global rank running the op (dropout masks depend on it)
   uint64_t seed;    // the replay seed
   KernelIO& io;
@@ -42,7 +44,11 @@ class KernelError : public std::runtime_error {
 };
 
 using KernelFn = void (*)(KernelContext&);
-KernelFn findKernel(std::string_view op_type);  // nullptr when replay does not support the op
+// The kernel of an op's catalogue definition, by any spelling of it; nullptr when replay does not
+// support the op.
+KernelFn findKernel(std::string_view op_type);
+KernelFn kernelFor(const OpDef& def);
+// One spelling (the first) of each op that has a kernel, sorted.
 std::vector<std::string_view> supportedKernelOps();
 
 }  // namespace spopt::rt

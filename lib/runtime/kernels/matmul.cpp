@@ -96,8 +96,8 @@ void matmulV2Grad(KernelContext& c) {
 }  // namespace
 
 void registerMatmulKernels(KernelTable& t) {
-  t.add("matmul_v2", matmulV2);
-  t.add("matmul_v2_grad", matmulV2Grad);
+  t.add("matmul", matmulV2);
+  t.add("matmul_grad", matmulV2Grad);
 }
 
 }  // namespace spopt::rt

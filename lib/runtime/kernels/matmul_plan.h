@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "analysis/op_shape_rules.h"
+#include "ops/shape_math.h"
 #include "runtime/kernels/kernel_util.h"
 
 namespace spopt::rt::matmul_plan {
@@ -19,7 +19,7 @@ using Dims = std::vector<int64_t>;
 inline Dims batchOf(const Dims& s) { return Dims(s.begin(), s.end() - 2); }
 
 // numpy broadcast of two batch shapes, or nullopt when they do not broadcast.
-// Shared with the verifier's matmul_v2 rule (analysis/op_shape_rules.h).
+// Shared with the verifier's matmul_v2 rule (ops/shape_math.h).
 inline std::optional<Dims> broadcastBatch(const Dims& a, const Dims& b) { return broadcastBatchDims(a, b); }
 
 // Element strides of each batch index of `full` into a tensor with batch `own` (right-aligned;

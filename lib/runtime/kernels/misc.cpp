@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "analysis/op_shape_rules.h"  // dtypeFromPaddleCode, shared with the verifier
+#include "ops/shape_math.h"  // dtypeFromPaddleCode, shared with the verifier
 #include "ir/json_text.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
@@ -122,11 +122,20 @@ void nop(KernelContext& c) {
   }
 }
 
+// fetch: Out is X's copy. A legacy fetch writes into the program's fetch-list holder (no tensor of
+// X's size): nothing to copy there, X itself is what the program's fetch list keeps.
+void fetch(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor* out = optionalOutput(c, "Out");
+  if (out && out->numel() == x.numel() && out->storage() == x.storage()) copyTensor(c, x, "X", *out, "Out");
+}
+
 }  // namespace
 
 void registerMiscKernels(KernelTable& t) {
-  t.add("fill_constant", fillConstant);
+  t.add("full", fillConstant);
   t.add("assign", assign);
+  t.add("fetch", fetch);
   t.add("sgd", sgd);
   t.add("depend", depend);
   t.add("nop", nop);

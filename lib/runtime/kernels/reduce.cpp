@@ -134,13 +134,13 @@ void sumOp(KernelContext& c) {
 }  // namespace
 
 void registerReduceKernels(KernelTable& t) {
-  t.add("reduce_sum", [](KernelContext& c) { reduceForward(c, false, false); });
-  t.add("reduce_mean", [](KernelContext& c) { reduceForward(c, true, false); });
-  t.add("mean", [](KernelContext& c) { reduceForward(c, true, true); });
-  t.add("reduce_sum_grad", [](KernelContext& c) { reduceBackward(c, false, false); });
-  t.add("reduce_mean_grad", [](KernelContext& c) { reduceBackward(c, true, false); });
-  t.add("mean_grad", [](KernelContext& c) { reduceBackward(c, true, true); });
-  t.add("sum", sumOp);
+  t.add("sum", [](KernelContext& c) { reduceForward(c, false, false); });
+  t.add("mean", [](KernelContext& c) { reduceForward(c, true, false); });
+  t.add("mean_all", [](KernelContext& c) { reduceForward(c, true, true); });
+  t.add("sum_grad", [](KernelContext& c) { reduceBackward(c, false, false); });
+  t.add("mean_grad", [](KernelContext& c) { reduceBackward(c, true, false); });
+  t.add("mean_all_grad", [](KernelContext& c) { reduceBackward(c, true, true); });
+  t.add("add_n", sumOp);
 }
 
 }  // namespace spopt::rt

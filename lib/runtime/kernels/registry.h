@@ -1,15 +1,21 @@
 #pragma once
-// The op type -> kernel table, filled by one register function per kernel family.
+// The catalogue op -> kernel table, filled by one register function per kernel family. Kernels
+// attach to definitions by canonical name (ops/op_def.h); a name the catalogue lacks is a
+// std::logic_error at start-up.
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 #include "runtime/kernels/kernels.h"
 
 namespace spopt::rt {
 
 struct KernelTable {
-  std::unordered_map<std::string_view, KernelFn> by_type;
-  void add(std::string_view type, KernelFn fn) { by_type.emplace(type, fn); }
+  std::vector<KernelFn> by_def;  // by OpDef::index
+  void add(std::string_view canonical, KernelFn fn) {
+    const OpDef& d = opDef(canonical);
+    if (by_def.size() <= d.index) by_def.resize(d.index + 1, nullptr);
+    by_def[d.index] = fn;
+  }
 };
 
 void registerMatmulKernels(KernelTable& t);
@@ -20,5 +26,6 @@ void registerShapeKernels(KernelTable& t);
 void registerReduceKernels(KernelTable& t);
 void registerDropoutKernels(KernelTable& t);
 void registerMiscKernels(KernelTable& t);
+void registerPirValueKernels(KernelTable& t);
 
 }  // namespace spopt::rt

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/op_shape_rules.h"
+#include "ops/shape_math.h"
 #include "analysis/split_sections.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/permute.h"
@@ -43,7 +43,7 @@ void reshape2(KernelContext& c) {
   } else {
     target = intsAttr(c, "shape", {});
   }
-  // The shape rule is shared with the verifier (analysis/op_shape_rules.h).
+  // The shape rule is shared with the verifier (ops/shape_math.h).
   std::string why;
   auto resolved = resolveReshape(x.shape(), target, &why);
   if (!resolved) kernelFail(c, why);
@@ -188,10 +188,10 @@ void concat(KernelContext& c) {
 }  // namespace
 
 void registerShapeKernels(KernelTable& t) {
-  t.add("reshape2", reshape2);
-  t.add("reshape2_grad", reshape2Grad);
-  t.add("transpose2", transpose2);
-  t.add("transpose2_grad", transpose2Grad);
+  t.add("reshape", reshape2);
+  t.add("reshape_grad", reshape2Grad);
+  t.add("transpose", transpose2);
+  t.add("transpose_grad", transpose2Grad);
   t.add("split", split);
   t.add("concat", concat);
 }

@@ -99,7 +99,7 @@ class DevValues {
 
 class OpDevIO final : public DeviceOpIO {
  public:
-  OpDevIO(const Op& op, DevValues& values, std::vector<std::pair<const Var*, DevTensor>>& outs) : op_(op), values_(values), outs_(outs) {}
+  OpDevIO(const OpView& op, DevValues& values, std::vector<std::pair<const Var*, DevTensor>>& outs) : op_(op), values_(values), outs_(outs) {}
   const DevTensor* input(std::string_view slot, size_t i) const override {
     const Var* var = op_.in(slot, i);
     if (!var) return nullptr;
@@ -116,7 +116,7 @@ class OpDevIO final : public DeviceOpIO {
   size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
-  const Op& op_;
+  const OpView& op_;  // canonical slot names
   DevValues& values_;
   std::vector<std::pair<const Var*, DevTensor>>& outs_;
 };
@@ -124,7 +124,7 @@ class OpDevIO final : public DeviceOpIO {
 // The CPU kernel's view of host copies (the fallback for ops without a device implementation).
 class HostCopiesIO final : public KernelIO {
  public:
-  explicit HostCopiesIO(const Op& op) : op_(op) {}
+  explicit HostCopiesIO(const OpView& op) : op_(op) {}
   std::map<const Var*, Tensor> ins, outs;
   const Tensor* input(std::string_view slot, size_t i) const override {
     const Var* var = op_.in(slot, i);
@@ -142,7 +142,7 @@ class HostCopiesIO final : public KernelIO {
   size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
-  const Op& op_;
+  const OpView& op_;  // canonical slot names
 };
 
 // Attribute readers need a KernelContext; device ops get one whose io holds no tensors.
@@ -317,25 +317,26 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
         }
       }
     } else {
-      KernelContext host{op, p.rank, o.seed, no_tensors};
+      OpView view(op);
+      KernelContext host{view, p.rank, o.seed, no_tensors};
       try {
         DeviceKernelFn dfn = findDeviceKernel(op.type);
         bool done = false;
         if (dfn) {
-          OpDevIO io(op, values, outs);
+          OpDevIO io(view, values, outs);
           DeviceOpContext dc{host, io, s, blas.forStream(si, s)};
           done = dfn(dc);
         }
         if (!done) {
           KernelFn fn = findKernel(op.type);
           if (!fn) fail("replay does not support this op");
-          HostCopiesIO io(op);
+          HostCopiesIO io(view);
           forEachArg(op.inputs, [&](const Var& v) {
             const DevTensor& t = values.at(v).t;
             if (!t.empty() && !io.ins.count(&v)) io.ins.emplace(&v, toHost(t, s));
           });
           for (const auto& [v, t] : outs) io.outs.emplace(v, Tensor(t.dtype, t.shape));
-          KernelContext hc{op, p.rank, o.seed, io};
+          KernelContext hc{view, p.rank, o.seed, io};
           fn(hc);
           for (auto& [v, t] : outs) upload(io.outs.at(v), t, s);
           cudaCheck(cudaStreamSynchronize(s), "cudaStreamSynchronize");  // the host copies die here

@@ -75,7 +75,7 @@ inline std::optional<cuda::BroadcastDims> toDims(const BroadcastPlan& p) {
 }
 
 // The op type -> device implementation table, filled by one register function per family.
-using DeviceOpTable = std::unordered_map<std::string_view, DeviceKernelFn>;
+using DeviceOpTable = std::unordered_map<std::string_view, DeviceKernelFn>;  // by canonical op name (ops/op_def.h)
 void registerMathOps(DeviceOpTable& t);      // device_ops_math.cpp
 void registerPointwiseOps(DeviceOpTable& t);  // device_ops_pointwise.cpp
 void registerMovementOps(DeviceOpTable& t);   // device_ops_movement.cpp

@@ -21,13 +21,15 @@ const device_ops::DeviceOpTable& table() {
 }  // namespace
 
 DeviceKernelFn findDeviceKernel(std::string_view op_type) {
-  auto it = table().find(op_type);
+  ResolvedOp r = resolveOp(op_type);
+  if (!r) return nullptr;
+  auto it = table().find(r.def->name);
   return it == table().end() ? nullptr : it->second;
 }
 
 std::vector<std::string_view> deviceKernelOps() {
   std::vector<std::string_view> ops;
-  for (const auto& [type, fn] : table()) ops.push_back(type);
+  for (const auto& [name, fn] : table()) ops.push_back(opDef(name).spellings.front().type);
   std::sort(ops.begin(), ops.end());
   return ops;
 }

@@ -275,18 +275,18 @@ bool layerNormGrad(DeviceOpContext& c) {
 }  // namespace
 
 void registerMathOps(DeviceOpTable& t) {
-  t.emplace("matmul_v2", matmulV2);
-  t.emplace("matmul_v2_grad", matmulV2Grad);
-  t.emplace("elementwise_add", binaryForward<cuda::Binary::Add>);
-  t.emplace("elementwise_mul", binaryForward<cuda::Binary::Mul>);
-  t.emplace("elementwise_add_grad", binaryBackward<cuda::Binary::Add>);
-  t.emplace("elementwise_mul_grad", binaryBackward<cuda::Binary::Mul>);
-  t.emplace("reduce_sum", reduceForward<false, false>);
-  t.emplace("reduce_mean", reduceForward<true, false>);
-  t.emplace("mean", reduceForward<true, true>);
-  t.emplace("reduce_sum_grad", reduceBackward<false, false>);
-  t.emplace("reduce_mean_grad", reduceBackward<true, false>);
-  t.emplace("mean_grad", reduceBackward<true, true>);
+  t.emplace("matmul", matmulV2);
+  t.emplace("matmul_grad", matmulV2Grad);
+  t.emplace("add", binaryForward<cuda::Binary::Add>);
+  t.emplace("multiply", binaryForward<cuda::Binary::Mul>);
+  t.emplace("add_grad", binaryBackward<cuda::Binary::Add>);
+  t.emplace("multiply_grad", binaryBackward<cuda::Binary::Mul>);
+  t.emplace("sum", reduceForward<false, false>);
+  t.emplace("mean", reduceForward<true, false>);
+  t.emplace("mean_all", reduceForward<true, true>);
+  t.emplace("sum_grad", reduceBackward<false, false>);
+  t.emplace("mean_grad", reduceBackward<true, false>);
+  t.emplace("mean_all_grad", reduceBackward<true, true>);
   t.emplace("layer_norm", layerNorm);
   t.emplace("layer_norm_grad", layerNormGrad);
 }

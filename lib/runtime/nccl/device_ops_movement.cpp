@@ -282,14 +282,14 @@ void registerMovementOps(DeviceOpTable& t) {
   t.emplace("assign", assignLike);
   t.emplace("depend", assignLike);
   t.emplace("nop", nop);
-  t.emplace("fill_constant", fillConstant);
-  t.emplace("sum", sum);
-  t.emplace("reshape2", reshape2);
-  t.emplace("reshape2_grad", reshape2Grad);
+  t.emplace("full", fillConstant);
+  t.emplace("add_n", sum);
+  t.emplace("reshape", reshape2);
+  t.emplace("reshape_grad", reshape2Grad);
   t.emplace("split", split);
   t.emplace("concat", concat);
-  t.emplace("transpose2", transpose2);
-  t.emplace("transpose2_grad", transpose2Grad);
+  t.emplace("transpose", transpose2);
+  t.emplace("transpose_grad", transpose2Grad);
   t.emplace("sgd", sgd);
 }
 

@@ -1,8 +1,7 @@
 #pragma once
-// Static op rules that replay's kernels (runtime/kernels) also enforce: required slots, attribute
-// ranges, and the shapes an op's declared vars must have. The verifier runs them on every op whose
-// vars have known shapes, so `validate` rejects what replay would; the kernels call the pure shape
-// helpers below so that each rule lives once.
+// The shape arithmetic the ops' rules (ops/*_ops.cpp, run by the verifier) and replay's kernels
+// share, so that each rule lives once: broadcast, reshape and permutation resolution, batch dims,
+// and how replay stores each dtype.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,17 +12,6 @@
 namespace spopt {
 
 using ShapeDims = std::vector<int64_t>;
-
-// One broken rule: `where` is a JSON pointer suffix below the op ("" for the op itself,
-// "/attrs/axis", "/outputs/Out/0"), `message` a sentence that starts with the op type.
-struct OpRuleError {
-  std::string where;
-  std::string message;
-};
-
-// The first broken rule of `op`, or nullopt. Rules whose vars have unknown (-1) dims, or whose
-// attributes are absent from the op's type list, are skipped.
-std::optional<OpRuleError> checkOpRules(const Op& op);
 
 // Paddle's elementwise broadcast with `axis`: the shorter operand lines up at `axis` (-1: at the
 // end; its trailing 1s are dropped when they would not fit). x and y come back padded to the

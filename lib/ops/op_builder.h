@@ -1,15 +1,19 @@
 #pragma once
-// Building new ops and vars for passes, in the program's dialect, without touching raw JSON.
+// Building new ops and vars for passes, in the program's dialect, from the op catalogue
+// (ops/op_def.h), without touching raw JSON. Slots and attributes are named canonically (X, Out,
+// trans_x) and written as the program's dialect spells them (x, in0, transpose_x); in PIR an
+// attribute that is an operand (reshape's shape) gets its pd_op.full_int_array / pd_op.full,
+// inserted just before the op.
 //
 //   OpBuilder b(*ar.block);                                   // where new vars are declared
 //   Var* part = b.freshVar("x.part", {4, 8}, DType::Float32, /*dist_like=*/x);
-//   b.collective({CollectiveKind::ReduceScatter, ring, nranks, legacy}, x, part)
+//   b.collective({CollectiveKind::ReduceScatter, ring, nranks}, x, part)
 //       .copyAttrs(ar, {"op_role", "op_namescope"})
 //       .copyDistAttr(x->dist_attr, {"process_mesh", "chunk_id"}).stream("default")
 //       .insertBefore(ar);                                     // def-use kept current
+//   b.create(opDef("matmul")).input("X", {a}).input("Y", {w}).output("Out", {y}).attrBool("trans_y", true)
 //
-// fuse-allreduce-split's reduce-scatter is exactly that (plus nranks from the group). A NewOp is a
-// value until inserted; insertBefore / insertAt return the Op* in the block (its id is fresh).
+// A NewOp is a value until inserted; insertBefore / insertAt return the Op* in the block.
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -19,34 +23,30 @@
 #include "ir/collective_kind.h"
 #include "ir/ir.h"
 #include "ir/op_role.h"
+#include "ops/op_def.h"
 
 namespace spopt {
 
-// What a new collective is. `legacy`: c_* spelling with slots X/Out (all-reduce's reduction in the
-// type: c_allreduce_max, ...); else all_reduce / reduce_scatter / ... with slots x/out and
-// all_reduce's int `reduce_type`. Attrs written: ring_id, nranks (when > 0), reduce_type (current
-// all_reduce), root (broadcast).
+// What a new collective is; the dialect is the program's. Legacy spells an all-reduce's reduction
+// in the type (c_allreduce_max); current and PIR write reduce_type. Attrs written: ring_id,
+// nranks (when > 0), reduce_type, root (broadcast).
 struct CollectiveDesc {
   CollectiveKind kind = CollectiveKind::AllReduce;
   int64_t ring_id = 0;
   int64_t nranks = 0;
-  bool legacy = true;
   ReduceOp reduce = ReduceOp::Sum;  // all-reduce only
   int64_t root = 0;                 // broadcast only
-  bool pir = false;                 // PIR spelling: "pd_op." + the current name, slots in0/out0
 };
 
-// The dialect a program writes collectives in: the first collective's (c_* = legacy); `fallback`
-// when the program has none. One O(ops) walk: call once per pass, not per op.
-bool usesLegacyCollectives(const Program& p, bool fallback = true);
-// The input / output slot names of a dialect: X/Out (legacy) or x/out.
-std::string_view collectiveInSlot(bool legacy);
-std::string_view collectiveOutSlot(bool legacy);
+// The catalogue's definition of a collective kind.
+const OpDef& collectiveDef(CollectiveKind k);
 
-// An op under construction. Setters copy text into the job's arena; they return *this.
+// An op under construction. Setters copy text into the job's arena; they return *this. Slot and
+// attribute names are canonical when the op has a definition (mapped to its dialect), else as given.
 class NewOp {
  public:
-  NewOp(Job& job, std::string_view type);
+  NewOp(Block& block, const OpDef& def, const Spelling& spelling);
+  NewOp(Block& block, const Op& original);  // a copy of `original`: type, slots, attrs, dist_attr
 
   NewOp& input(std::string_view slot, std::initializer_list<Var*> vars);
   NewOp& input(std::string_view slot, const std::vector<Var*>& vars);
@@ -71,13 +71,22 @@ class NewOp {
   NewOp& stream(std::string_view execution_stream);
 
   Op& op() { return op_; }
+  const OpDef* def() const { return def_; }
   // Inserts before `pos` (an op of the block it goes into), resolving and registering def-use.
   Op* insertBefore(Op& pos);
   Op* insertAt(Block& block, Block::OpIter pos);
 
  private:
+  std::string slot(std::string_view canonical, bool input) const;
+  // PIR: an attribute that is operand in<i>: a constant op writing a fresh var, inserted first.
+  bool constantOperand(std::string_view canonical, const std::vector<int64_t>* ints, double scalar);
+
+  Block& block_;
   Job& job_;
+  const OpDef* def_ = nullptr;
+  Dialect dialect_ = Dialect::Legacy;
   Op op_;
+  std::vector<NewOp> constants_;  // inserted before the op
   bool inserted_ = false;
 };
 
@@ -88,10 +97,14 @@ class OpBuilder {
   Block& block() { return block_; }
   Job& job() { return job_; }
 
-  // A compute op of `type` (slots and attrs added through NewOp).
-  NewOp compute(std::string_view type) { return NewOp(job_, type); }
-  // A collective reading `in` and writing `out` in the dialect and with the attrs of `d`.
-  // std::logic_error for a legacy AVG all-reduce (no such op) or an Identity with a ring.
+  Dialect dialect() const { return dialect_; }
+
+  // An op of the catalogue in the program's dialect. std::logic_error when it has no spelling there.
+  NewOp create(const OpDef& def);
+  // A copy of `op` (type, slots, attrs, dist_attr), to edit and insert.
+  NewOp clone(const Op& op) { return NewOp(block_, op); }
+  // A collective reading `in` and writing `out`. std::logic_error for a legacy AVG all-reduce (no
+  // such op) or an Identity with a ring.
   NewOp collective(const CollectiveDesc& d, Var* in, Var* out);
 
   // A name not declared in any block of the program: `base`, else `base_1`, `base_2`, ...
@@ -104,6 +117,7 @@ class OpBuilder {
  private:
   Block& block_;
   Job& job_;
+  Dialect dialect_;
 };
 
 }  // namespace spopt

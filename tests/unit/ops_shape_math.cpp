@@ -1,7 +1,7 @@
-// The shape helpers the verifier and the replay kernels share (analysis/op_shape_rules.h).
+// The shape helpers the verifier and the replay kernels share (ops/shape_math.h).
 #include <catch2/catch.hpp>
 
-#include "analysis/op_shape_rules.h"
+#include "ops/shape_math.h"
 
 using namespace spopt;
 

@@ -1,0 +1,53 @@
+// Collectives, in their three spellings: legacy c_* (the reduction in the name for all-reduce;
+// slots X/Out), current (slots x/out, all_reduce's reduce_type) and PIR pd_op.* (in0/out0, the
+// in-place variant with a trailing "_"). The communicator runs them (runtime/communicator.h).
+#include "ops/rule_support.h"
+
+namespace spopt::ops {
+
+void addCollectiveOps(std::vector<OpDef>& d) {
+  std::vector<OperandDef> in = {{"X", "x", 0, true}}, out = {{"Out", "out", 0, true}};
+  std::vector<AttrDef> attrs = {{"ring_id", AttrKind::Int}, {"nranks", AttrKind::Int}};
+  auto collective = [&](std::string_view name, CollectiveKind kind, std::vector<Spelling> spellings, std::vector<AttrDef> extra = {}) {
+    std::vector<AttrDef> a = attrs;
+    a.insert(a.end(), extra.begin(), extra.end());
+    d.push_back({.name = name, .spellings = std::move(spellings), .inputs = in, .outputs = out, .attrs = std::move(a),
+                 .traits = trait::SideEffects, .collective = kind});
+  };
+  auto pir = [](std::string_view base, std::string_view inplace) { return std::vector<Spelling>{pirName(base), pirName(inplace, true)}; };
+  auto with = [](std::vector<Spelling> a, const std::vector<Spelling>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  auto legacyReduce = [](std::string_view t, ReduceOp r, Dialect dialect = Dialect::Legacy, bool inplace = false) {
+    return Spelling{t, dialect, inplace, r};
+  };
+  collective("all_reduce", CollectiveKind::AllReduce,
+             with({legacyReduce("c_allreduce_sum", ReduceOp::Sum), legacyReduce("c_allreduce_max", ReduceOp::Max),
+                   legacyReduce("c_allreduce_min", ReduceOp::Min), legacyReduce("c_allreduce_prod", ReduceOp::Prod),
+                   currentName("all_reduce"), pirName("pd_op.all_reduce"), pirName("pd_op.all_reduce_", true),
+                   legacyReduce("pd_op.c_allreduce_sum", ReduceOp::Sum, Dialect::Pir),
+                   legacyReduce("pd_op.c_allreduce_sum_", ReduceOp::Sum, Dialect::Pir, true),
+                   legacyReduce("pd_op.c_allreduce_max", ReduceOp::Max, Dialect::Pir),
+                   legacyReduce("pd_op.c_allreduce_max_", ReduceOp::Max, Dialect::Pir, true),
+                   legacyReduce("pd_op.c_allreduce_min", ReduceOp::Min, Dialect::Pir),
+                   legacyReduce("pd_op.c_allreduce_min_", ReduceOp::Min, Dialect::Pir, true),
+                   legacyReduce("pd_op.c_allreduce_prod", ReduceOp::Prod, Dialect::Pir),
+                   legacyReduce("pd_op.c_allreduce_prod_", ReduceOp::Prod, Dialect::Pir, true)},
+                  {}),
+             {{"reduce_type", AttrKind::Int}});
+  collective("reduce_scatter", CollectiveKind::ReduceScatter,
+             with({legacyName("c_reducescatter"), currentName("reduce_scatter")},
+                  with(pir("pd_op.reduce_scatter", "pd_op.reduce_scatter_"), pir("pd_op.c_reducescatter", "pd_op.c_reducescatter_"))));
+  collective("all_gather", CollectiveKind::AllGather,
+             with({legacyName("c_allgather"), currentName("all_gather")},
+                  with(pir("pd_op.all_gather", "pd_op.all_gather_"), pir("pd_op.c_allgather", "pd_op.c_allgather_"))));
+  collective("broadcast", CollectiveKind::Broadcast,
+             with({legacyName("c_broadcast"), currentName("broadcast")},
+                  with(pir("pd_op.broadcast", "pd_op.broadcast_"), pir("pd_op.c_broadcast", "pd_op.c_broadcast_"))),
+             {{"root", AttrKind::Int}});
+  // The identity moves no data (Megatron's f in forward): not paired across ranks.
+  collective("c_identity", CollectiveKind::Identity, with({legacyName("c_identity")}, pir("pd_op.c_identity", "pd_op.c_identity_")));
+}
+
+}  // namespace spopt::ops

@@ -1,0 +1,123 @@
+#include "ops/op_view.h"
+
+#include "ir/json_text.h"
+
+namespace spopt {
+
+namespace {
+
+// Ops the catalogue does not know still have a dialect: PIR's names carry a dialect prefix.
+Dialect dialectOfType(std::string_view t) {
+  return t.starts_with("pd_op.") || t.starts_with("builtin.") || t.starts_with("cf.") || t.starts_with("dist.")
+             ? Dialect::Pir
+             : Dialect::Legacy;
+}
+
+const OperandDef* findOperand(const std::vector<OperandDef>& list, std::string_view canonical) {
+  for (const OperandDef& o : list)
+    if (o.name == canonical) return &o;
+  return nullptr;
+}
+
+const OperandDef* operandOfSlot(const std::vector<OperandDef>& list, std::string_view slot, Dialect d, bool input) {
+  for (const OperandDef& o : list)
+    if (slotName(o, d, input) == slot) return &o;
+  return nullptr;
+}
+
+}  // namespace
+
+OpView::OpView(const Op& op) : OpView(op, resolveOp(op.type)) {}
+
+OpView::OpView(const Op& op, ResolvedOp r) : type(op.type), attrs(*this), op_(op), r_(r) {
+  dialect_ = r.spelling ? r.spelling->dialect : dialectOfType(op.type);
+}
+
+std::string OpView::inSlot(std::string_view canonical) const {
+  const OperandDef* o = r_.def ? findOperand(r_.def->inputs, canonical) : nullptr;
+  return o ? slotName(*o, dialect_, true) : std::string(canonical);
+}
+
+std::string OpView::outSlot(std::string_view canonical) const {
+  const OperandDef* o = r_.def ? findOperand(r_.def->outputs, canonical) : nullptr;
+  return o ? slotName(*o, dialect_, false) : std::string(canonical);
+}
+
+const Slot* OpView::input(std::string_view canonical) const { return op_.input(inSlot(canonical)); }
+const Slot* OpView::output(std::string_view canonical) const { return op_.output(outSlot(canonical)); }
+Var* OpView::in(std::string_view canonical, size_t i) const { return op_.in(inSlot(canonical), i); }
+Var* OpView::out(std::string_view canonical, size_t i) const { return op_.out(outSlot(canonical), i); }
+size_t OpView::inputCount(std::string_view canonical) const { return op_.inputCount(inSlot(canonical)); }
+size_t OpView::outputCount(std::string_view canonical) const { return op_.outputCount(outSlot(canonical)); }
+
+const OperandDef* OpView::inputOfSlot(std::string_view slot) const {
+  return r_.def ? operandOfSlot(r_.def->inputs, slot, dialect_, true) : nullptr;
+}
+const OperandDef* OpView::outputOfSlot(std::string_view slot) const {
+  return r_.def ? operandOfSlot(r_.def->outputs, slot, dialect_, false) : nullptr;
+}
+
+const std::string_view* OpView::attrRaw(std::string_view canonical) const {
+  const AttrDef* a = r_.def ? r_.def->attr(canonical) : nullptr;
+  if (!a || dialect_ != Dialect::Pir) return op_.attrs.find(canonical);
+  if (a->pir_operand < 0) return op_.attrs.find(a->pir_name.empty() ? a->name : a->pir_name);
+  // A Scalar / IntArray operand: the value of the constant op that defines it.
+  const Var* v = op_.in("in" + std::to_string(a->pir_operand));
+  if (!v || v->writers.size() != 1) return nullptr;
+  const Op& def = *v->writers.front();
+  ResolvedOp r = resolveOp(def.type);
+  if (!r || !r.def->has(trait::Constant)) return nullptr;
+  return def.attrs.find("value");
+}
+
+std::string OpView::pointer(std::string_view where) const {
+  if (!r_.def || dialect_ == Dialect::Legacy) return std::string(where);
+  auto mapSegment = [&](std::string_view prefix, bool input) -> std::optional<std::string> {
+    if (!where.starts_with(prefix)) return std::nullopt;
+    std::string_view rest = where.substr(prefix.size());
+    size_t end = rest.find('/');
+    std::string_view name = rest.substr(0, end);
+    std::string mapped = input ? inSlot(name) : outSlot(name);
+    return std::string(prefix) + mapped + std::string(end == std::string_view::npos ? "" : rest.substr(end));
+  };
+  if (auto m = mapSegment("/inputs/", true)) return *m;
+  if (auto m = mapSegment("/outputs/", false)) return *m;
+  if (where.starts_with("/attrs/") && dialect_ == Dialect::Pir) {
+    if (const AttrDef* a = r_.def->attr(where.substr(7))) {
+      if (a->pir_operand >= 0) return "/inputs/in" + std::to_string(a->pir_operand) + "/0";
+      if (!a->pir_name.empty()) return "/attrs/" + std::string(a->pir_name);
+    }
+  }
+  return std::string(where);
+}
+
+const std::string_view* AttrAccess::find(std::string_view canonical) const { return v_.attrRaw(canonical); }
+
+std::optional<int64_t> AttrAccess::getInt(std::string_view canonical) const {
+  const std::string_view* raw = find(canonical);
+  return raw ? rawToInt(*raw) : std::nullopt;
+}
+std::optional<double> AttrAccess::getNumber(std::string_view canonical) const {
+  const std::string_view* raw = find(canonical);
+  return raw ? rawToNumber(*raw) : std::nullopt;
+}
+std::optional<bool> AttrAccess::getBool(std::string_view canonical) const {
+  const std::string_view* raw = find(canonical);
+  return raw ? rawToBool(*raw) : std::nullopt;
+}
+std::optional<std::string> AttrAccess::getString(std::string_view canonical) const {
+  const std::string_view* raw = find(canonical);
+  return raw ? rawToString(*raw) : std::nullopt;
+}
+std::optional<std::vector<int64_t>> AttrAccess::getIntArray(std::string_view canonical) const {
+  const std::string_view* raw = find(canonical);
+  return raw ? rawToIntArray(*raw) : std::nullopt;
+}
+
+bool readsBuffer(const Op& op, std::string_view slot) {
+  OpView v(op);
+  const OperandDef* o = v.inputOfSlot(slot);
+  return !o || o->reads_buffer;
+}
+
+}  // namespace spopt

@@ -1,0 +1,126 @@
+// The op catalogue: spellings resolve to one definition, OpView maps canonical slots and
+// attributes into each dialect, the builder writes the program's dialect (the regather pass's
+// all-gather on a PIR program is a pd_op.all_gather with in0/out0), the verifier's rules run on
+// PIR ops through the same definitions.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "analysis/collectives.h"
+#include "io/loader.h"
+#include "ops/op_builder.h"
+#include "ops/op_verify.h"
+#include "ops/op_view.h"
+#include "runtime/kernels/kernels.h"
+
+using namespace spopt;
+
+namespace {
+// Paddle's fusion test program (../shared/real/pir-text) at a small size, as format v1 imports it.
+const char* kPirJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
+ "process_groups":[{"ring_id":36,"ranks":[0,1]}],
+ "programs":[{"rank":0,"blocks":[{"idx":0,"parent_idx":-1,
+  "vars":[{"name":"v2","shape":[8,16],"dtype":"bfloat16","persistable":true},
+          {"name":"v48","shape":[4,1,16],"dtype":"bfloat16"},{"name":"v50","shape":[4,1,8],"dtype":"bfloat16"},
+          {"name":"v57","shape":[4,1,8],"dtype":"bfloat16"},{"name":"v64","shape":[1],"dtype":"int32"},
+          {"name":"v65","shape":[2],"dtype":"bfloat16"},{"name":"v66","shape":[2,1,8],"dtype":"bfloat16"}],
+  "ops":[{"type":"builtin.parameter","inputs":{},"outputs":{"out0":["v2"]},"attrs":{"parameter_name":"w"}},
+         {"type":"pd_op.data","inputs":{},"outputs":{"out0":["v48"]},"attrs":{"name":"input"}},
+         {"type":"pd_op.matmul","inputs":{"in0":["v48"],"in1":["v2"]},"outputs":{"out0":["v50"]},
+          "attrs":{"transpose_x":false,"transpose_y":true}},
+         {"type":"pd_op.all_reduce_","inputs":{"in0":["v50"]},"outputs":{"out0":["v57"]},"attrs":{"ring_id":36,"reduce_type":0}},
+         {"type":"pd_op.full","inputs":{},"outputs":{"out0":["v64"]},"attrs":{"dtype":"int32","shape":[1],"value":0}},
+         {"type":"pd_op.split_with_num","inputs":{"in0":["v57"],"in1":["v64"]},"outputs":{"out0":["v65"]},"attrs":{"num":2}},
+         {"type":"builtin.slice","inputs":{"in0":["v65"]},"outputs":{"out0":["v66"]},"attrs":{"index":0}}]}]}]})";
+
+const Op& nth(const Job& job, size_t i) {
+  auto it = job.programs[0]->blocks[0]->ops.begin();
+  std::advance(it, i);
+  return *it;
+}
+}  // namespace
+
+TEST_CASE("every spelling resolves to one definition", "[ops]") {
+  std::set<std::string_view> names;
+  for (const OpDef* d : allOpDefs()) {
+    CHECK(names.insert(d->name).second);
+    REQUIRE_FALSE(d->spellings.empty());
+    for (const Spelling& s : d->spellings) CHECK(resolveOp(s.type).def == d);
+    if (!d->grad.empty()) CHECK(findOpDef(d->grad) != nullptr);
+  }
+  CHECK(resolveOp("matmul_v2").def == resolveOp("pd_op.matmul").def);
+  CHECK(resolveOp("c_allreduce_max").spelling->reduce == ReduceOp::Max);
+  CHECK(resolveOp("pd_op.all_reduce_").spelling->inplace);
+  CHECK_FALSE(resolveOp("conv2d"));
+}
+
+TEST_CASE("kernels attach to definitions, so every spelling replays", "[ops]") {
+  CHECK(rt::findKernel("matmul_v2") == rt::findKernel("pd_op.matmul"));
+  CHECK(rt::findKernel("pd_op.split_with_num") != nullptr);
+  CHECK(rt::findKernel("builtin.slice") != nullptr);
+  CHECK(rt::findKernel("c_allreduce_sum") == nullptr);  // the communicator runs collectives
+}
+
+TEST_CASE("OpView maps canonical slots and attributes into PIR", "[ops]") {
+  auto job = loadJobFromText(kPirJob, "pir.json");
+  CHECK(job->programs[0]->dialect == Dialect::Pir);
+  const Op& mm = nth(*job, 2);
+  OpView v(mm);
+  CHECK(v.dialect() == Dialect::Pir);
+  CHECK(v.in("X")->name == "v48");
+  CHECK(v.in("Y")->name == "v2");
+  CHECK(v.out("Out")->name == "v50");
+  CHECK(v.attrs.getBool("trans_y") == true);
+  CHECK(v.pointer("/attrs/trans_y") == "/attrs/transpose_y");
+  CHECK(v.pointer("/inputs/Y/0") == "/inputs/in1/0");
+  // split_with_num's axis is operand in1, a pd_op.full: read as the attribute.
+  OpView split(nth(*job, 5));
+  CHECK(split.attrs.getInt("axis") == 0);
+  CHECK(split.pointer("/attrs/axis") == "/inputs/in1/0");
+  auto c = asCollective(nth(*job, 3));
+  REQUIRE(c);
+  CHECK(c->dialect == Dialect::Pir);
+  CHECK(c->in_slot == "in0");
+}
+
+TEST_CASE("the verifier's rules check PIR ops through their definitions", "[ops]") {
+  auto job = loadJobFromText(kPirJob, "pir.json");
+  for (const Op& op : job->programs[0]->blocks[0]->ops) CHECK_FALSE(checkOpDefinition(OpView(op)));
+  Op& mm = const_cast<Op&>(nth(*job, 2));
+  mm.attrs.setBool(job->arena, "transpose_y", false);  // [4,1,16] x [8,16]: inner dims differ
+  auto e = checkOpDefinition(OpView(mm));
+  REQUIRE(e);
+  CHECK(e->message.find("pd_op.matmul inner dims differ") == 0);
+}
+
+TEST_CASE("the builder writes the program's dialect", "[ops][builder]") {
+  auto job = loadJobFromText(kPirJob, "pir.json");
+  Block& b = *job->programs[0]->blocks[0];
+  OpBuilder ob(b);
+  REQUIRE(ob.dialect() == Dialect::Pir);
+  Var* shard = b.lookup("v66");
+  Var* full = ob.freshVar("gathered", {4, 1, 8}, DType::BFloat16);
+  // What regather-activations inserts: an all-gather in the program's own spelling.
+  Op* ag = ob.collective({CollectiveKind::AllGather, 36, 2}, shard, full).insertAt(b, b.ops.end());
+  CHECK(ag->type == "pd_op.all_gather");
+  CHECK(ag->in("in0") == shard);
+  CHECK(ag->out("out0") == full);
+  CHECK_FALSE(ag->in("x"));
+  // PIR passes reshape's shape as an operand: the builder adds its pd_op.full_int_array.
+  Var* flat = ob.freshVar("flat", {4, 8}, DType::BFloat16);
+  Var* xshape = ob.freshVar("flat_xshape", {0, 4, 1, 8}, DType::BFloat16);
+  Op* r = ob.create(opDef("reshape")).input("X", {full}).output("Out", {flat}).output("XShape", {xshape})
+              .attrInts("shape", {4, 8}).insertAt(b, b.ops.end());
+  CHECK(r->type == "pd_op.reshape");
+  Var* shape = r->in("in1");
+  REQUIRE(shape);
+  REQUIRE(shape->writers.size() == 1);
+  CHECK(shape->writers[0]->type == "pd_op.full_int_array");
+  CHECK(OpView(*r).attrs.getIntArray("shape") == std::vector<int64_t>{4, 8});
+  CHECK_FALSE(checkOpDefinition(OpView(*r)));
+  // A clone is the same op, to edit and insert.
+  Op* again = ob.clone(*r).insertAt(b, b.ops.end());
+  CHECK(again->type == r->type);
+  CHECK(again->in("in0") == full);
+  CHECK(again->id != r->id);
+}
