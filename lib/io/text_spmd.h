@@ -84,6 +84,9 @@ class SpmdLexer : public Lexer {
     p_ = end;
     if (!rank_) failAt(at, "$rank is only defined inside a rank section");
     if (p_ >= s_.size() || s_[p_] != '{') return std::to_string(*rank_);
+    // One level: a choice inside a choice says nothing more, and unbounded nesting would recurse.
+    if (in_choice_) failAt(at, "$rank{...} inside $rank{...}");
+    in_choice_ = true;
     ++p_;
     std::optional<std::string> chosen, fallback;
     do {
@@ -102,12 +105,15 @@ class SpmdLexer : public Lexer {
       }
     } while (eat(','));
     expect('}', "to close $rank{...}");
+    in_choice_ = false;
     if (chosen) return *chosen;
     if (fallback) return *fallback;
     failAt(at, "$rank{...} has no entry for rank " + std::to_string(*rank_) + " (add \"*: ...\" for the others)");
   }
 
  private:
+  bool in_choice_ = false;
+
   int64_t rankNumber(const std::string& what) {
     size_t at = here();
     size_t end = p_;

@@ -79,6 +79,8 @@ TEST_CASE("SPMD shorthand: bad shorthand is one FILE:LINE:COL line", "[io][text]
   CHECK(with("{0: 2.0, *: 1.0}", "{0: 2.0, 0..1: 1.0}") ==
         "t.sptxt:12:57: rank 0 has two entries in $rank{...} (reading rank 0 of rank 0..1)");
   CHECK(with("bias=$rank", "bias=$rnk") == "t.sptxt:12:71: unknown \"$rnk\" (the shorthand has $rank and $rank{R: X, *: X}) (reading rank 0 of rank 0..1)");
+  CHECK(with("y_$rank]", "$rank{0: $rank{0: y_0}, *: y_1}]") ==
+        "t.sptxt:12:35: $rank{...} inside $rank{...} (reading rank 0 of rank 0..1)");
   CHECK(with("rank 1: var w", "rank 2: var w") == "t.sptxt:10:10: rank 2 is not in this section (rank 0..1) (reading rank 0 of rank 0..1)");
   CHECK(with("rank 1: var w", "rank 1: vax w") == "t.sptxt:10:13: expected \"var\" or an op after \"rank ...:\", found \"vax\" (reading rank 0 of rank 0..1)");
   // An error on a line of rank 1 only says which rank was being read.
