@@ -2,9 +2,11 @@
 # Runs one pass test file (tests/passes/*.sptxt) under lit with FileCheck, as ctest's passes/NAME.
 # Both come from Debian's llvm-14-tools (scripts/install-deps.sh); without them the test is
 # skipped (exit 77) with the reason, never passed.
-# Usage: run-lit.sh SP_OPT TEST_FILE EXEC_ROOT
+# Usage: run-lit.sh SP_OPT TEST_FILE EXEC_ROOT (one per file: lit keeps its timing file there, so
+# files run in parallel must not share one)
 set -u
-SP_OPT=$1 TEST=$2 EXEC_ROOT=$3
+# Absolute: lit runs the RUN lines in a directory of its own.
+SP_OPT=$(realpath "$1") TEST=$(realpath "$2") EXEC_ROOT=$(realpath -m "$3")
 find_tool() {
   for candidate in "$@"; do
     if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
