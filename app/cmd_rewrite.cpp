@@ -15,6 +15,7 @@
 #include "io/text_writer.h"
 #include "io/writer.h"
 #include "passes/pass_manager.h"
+#include "split_input.h"
 
 namespace spopt::app {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 struct Options {
   std::string in, out;
   std::string passes{kDefaultPipeline};
-  bool stats = false, explain = false, print_after_all = false, dry_run = false;
+  bool stats = false, explain = false, print_after_all = false, dry_run = false, split_input_file = false;
   std::string report;
   std::string emit;  // json or text; empty: text when OUT ends in .sptxt
   std::vector<std::string> print_after;
@@ -98,6 +99,48 @@ nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, co
   return rep;
 }
 
+PassManagerOptions passManagerOptions(const Options& o) {
+  PassManagerOptions pm;
+  pm.collect_explain = o.explain || !o.report.empty();
+  if (o.print_after_all || !o.print_after.empty()) {
+    pm.after_pass = [&o](const std::string& pass, const Job& j) {
+      bool wanted = o.print_after_all;
+      for (const auto& n : o.print_after) wanted |= n == pass;
+      if (wanted) std::cerr << "// ----- after " << pass << " -----\n" << jobToText(j);
+    };
+  }
+  return pm;
+}
+
+// --stats, --explain and a broken invariant, on stderr; the exit code of the run.
+int reportRun(const Options& o, const std::string& in, const PipelineResult& res, double load_ms) {
+  if (o.stats) printStats(res, load_ms);
+  if (o.explain)
+    for (const PassRun& r : res.runs)
+      for (const ExplainRecord& e : r.explain) std::cerr << explainLine(r.name, e) << '\n';
+  if (res.ok) return kExitOk;
+  std::cerr << in << ": pass " << res.failed_pass << " broke an invariant; nothing was written:\n";
+  for (const Diagnostic& d : res.problems) std::cerr << "  " << d.line() << '\n';
+  return kExitPassBroke;
+}
+
+// --split-input-file: each case of IN through the pipeline on its own; the results as text.
+int rewriteCases(const Options& o, const Pipeline& pipeline) {
+  if (!o.report.empty()) throw InputError("--report", "", "does not go with --split-input-file (one report per job)");
+  if (o.emit == "json") throw InputError("--emit", "", "--split-input-file writes text (its cases are separated by text lines)");
+  PassManagerOptions pm = passManagerOptions(o);
+  return forEachInputCase(o.in, o.dry_run ? "" : o.out, [&](std::unique_ptr<Job> job, std::string& output) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto problems = verifyJob(*job);
+    if (!problems.empty()) throw InputErrors(std::move(problems));
+    double load_ms = msSince(t0);
+    int code = reportRun(o, o.in, runPipeline(pipeline, *job, pm), load_ms);
+    if (code == kExitOk) output = jobToText(*job);
+    keepUntilExit(std::move(job));
+    return code;
+  });
+}
+
 int runRewrite(const Options& o) {
   const PassRegistry& registry = PassRegistry::builtin();
   Pipeline pipeline = parsePipeline(o.passes, registry, "--passes");
@@ -109,6 +152,7 @@ int runRewrite(const Options& o) {
                                                 (registry.find(name) ? "" : "; valid passes: " + registry.namesText()));
   }
 
+  if (o.split_input_file) return rewriteCases(o, pipeline);
   auto t0 = std::chrono::steady_clock::now();
   auto job = loadVerifiedJob(o.in);
   double load_ms = msSince(t0);
@@ -119,26 +163,8 @@ int runRewrite(const Options& o) {
   AtomicFile* out = o.dry_run ? nullptr : &outputs.file(o.out);
   AtomicFile* report = o.report.empty() ? nullptr : &outputs.file(o.report);
 
-  PassManagerOptions pm;
-  pm.collect_explain = o.explain || !o.report.empty();
-  if (o.print_after_all || !o.print_after.empty()) {
-    pm.after_pass = [&](const std::string& pass, const Job& j) {
-      bool wanted = o.print_after_all;
-      for (const auto& n : o.print_after) wanted |= n == pass;
-      if (wanted) std::cerr << "// ----- after " << pass << " -----\n" << jobToText(j);
-    };
-  }
-  PipelineResult res = runPipeline(pipeline, *job, pm);
-
-  if (o.stats) printStats(res, load_ms);
-  if (o.explain)
-    for (const PassRun& r : res.runs)
-      for (const ExplainRecord& e : r.explain) std::cerr << explainLine(r.name, e) << '\n';
-  if (!res.ok) {
-    std::cerr << o.in << ": pass " << res.failed_pass << " broke an invariant; nothing was written:\n";
-    for (const Diagnostic& d : res.problems) std::cerr << "  " << d.line() << '\n';
-    return kExitPassBroke;
-  }
+  PipelineResult res = runPipeline(pipeline, *job, passManagerOptions(o));
+  if (int code = reportRun(o, o.in, res, load_ms); code != kExitOk) return code;
   if (!o.dry_run) {
     if (o.emit == "text" || (o.emit.empty() && isTextJobPath(o.out)))
       writeJobText(*job, *out);
@@ -170,6 +196,9 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                        sub.add_option("--print-after", o->print_after, "Print the job as text to stderr after this pass (repeatable)");
                        sub.add_flag("--print-after-all", o->print_after_all, "Print the job as text to stderr after every pass");
                        sub.add_flag("--dry-run", o->dry_run, "Run and report, but do not write OUT");
+                       sub.add_flag("--split-input-file", o->split_input_file,
+                                    "IN holds cases separated by \"// -----\" lines: rewrite each alone, write the results "
+                                    "as text separated the same way (pass tests: tests/passes/)");
                        return [o] { return runRewrite(*o); };
                      }}};
 

@@ -48,7 +48,7 @@ class Lexer {
     size_t line = 1, line_start = 0;
     for (size_t i = 0; i < offset && i < s_.size(); ++i)
       if (s_[i] == '\n') ++line, line_start = i + 1;
-    throw InputError(file_ + ":" + std::to_string(line) + ":" + std::to_string(offset - line_start + 1), "", message);
+    throw InputError(file_ + ":" + std::to_string(line) + ":" + std::to_string(offset - line_start + 1), "", message + context_);
   }
   [[noreturn]] void fail(const std::string& message) const { failAt(p_, message); }
   size_t lineOf(size_t offset) const {
@@ -63,6 +63,8 @@ class Lexer {
     size_t end = at;
     while (end < s_.size() && end - at < 24 && isTextWordChar(s_[end])) ++end;
     if (end == at) ++end;
+    if (s_[at] == '$')  // the SPMD shorthand's $rank, whole (io/text_spmd.h)
+      while (end < s_.size() && end - at < 24 && isTextWordChar(s_[end])) ++end;
     return "\"" + std::string(s_.substr(at, end - at)) + "\"";
   }
 
@@ -245,6 +247,7 @@ class Lexer {
   std::string_view s_;
   size_t p_ = 0;
   const std::string& file_;
+  std::string context_;  // appended to every message: which rank of an SPMD section was being read
 };
 
 }  // namespace spopt::text

@@ -3,6 +3,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "io/text_lexer.h"
+#include "io/text_spmd.h"
 #include "io/text_writer.h"
 #include "ir/json_text.h"
 #include "ops/op_def.h"
@@ -16,10 +17,10 @@ using text::invalidUtf8At;
 constexpr int64_t kMaxDim = int64_t(1) << 40;  // as the JSON loader: beyond this is no tensor
 constexpr size_t kMaxRank = 16;
 
-class TextReader : text::Lexer {
+class TextReader : text::SpmdLexer {
  public:
   TextReader(std::string_view text, const std::string& name, Job& job, const LoadOptions& opts)
-      : Lexer(text, name), job_(job), opts_(opts) {}
+      : SpmdLexer(text, name), job_(job), opts_(opts) {}
 
   void run() {
     if (size_t bad = invalidUtf8At(s_); bad != std::string_view::npos) failAt(bad, "invalid UTF-8");
@@ -33,13 +34,12 @@ class TextReader : text::Lexer {
     if (job_.version != 1)
       failAt(version_at, "format version " + std::to_string(job_.version) + " is not supported (this build reads version 1)");
     endLine("the format line");
-    bool have_world = false;
     for (blankLines(); p_ < s_.size(); blankLines()) {
       size_t at = p_;
       std::string_view kw = word();
       if (kw == "world_size") {
-        if (have_world) failAt(at, "world_size is given twice");
-        have_world = true;
+        if (have_world_) failAt(at, "world_size is given twice");
+        have_world_ = true;
         size_t n_at = here();
         job_.world_size = integer("for world_size");
         if (job_.world_size < 1 || job_.world_size > (1 << 24)) failAt(n_at, "world_size must be between 1 and 16777216");
@@ -49,18 +49,19 @@ class TextReader : text::Lexer {
       } else if (kw == "mesh" || kw == "dist") {
         aliasDefinition(kw == "dist");
       } else if (kw == "rank") {
-        program();
+        section();
       } else {
         failAt(at, "expected world_size, group, mesh, dist or rank, found " + describe(at));
       }
     }
-    if (!have_world) failAt(magic_at, "the job lacks a \"world_size N\" line");
+    if (!have_world_) failAt(magic_at, "the job lacks a \"world_size N\" line");
     job_.fields = Fields{{"format", {}}, {"version", {}}, {"world_size", {}}, {"process_groups", {}}, {"programs", {}}};
   }
 
  private:
   Job& job_;
   const LoadOptions& opts_;
+  bool have_world_ = false;  // a world_size line was read (it may come after the rank sections)
   // Interned text: op types, slot names and attribute objects repeat across most ops.
   absl::flat_hash_map<std::string_view, std::string_view> words_, objects_;
   struct Alias {
@@ -97,8 +98,19 @@ class TextReader : text::Lexer {
       return intern(*text);
     }
     std::string_view w = word();
+    if (p_ < s_.size() && s_[p_] == '$') return intern(substitutedName(w, what));
     if (w.empty()) failAt(at, "expected " + what + ", found " + describe(at));
     return intern(w);
+  }
+  // A bare name with `$rank` / `$rank{...}` in it (y_$rank): the SPMD shorthand.
+  std::string substitutedName(std::string_view head, const std::string& what) {
+    std::string n(head);
+    while (p_ < s_.size() && (s_[p_] == '$' || isTextWordChar(s_[p_])))
+      if (s_[p_] == '$')
+        n += rankSubstitution([&] { return std::string(name(what)); });
+      else
+        n += word();
+    return n;
   }
   std::string_view keep(const std::string& compact) {
     auto it = objects_.find(compact);
@@ -144,6 +156,12 @@ class TextReader : text::Lexer {
         expect('=', "after the key in " + what);
         if (peek() == '#')
           out.append(alias(false).raw);
+        else if (peek() == '$')
+          out += rankSubstitution([&] {
+            std::string v;
+            json(v, 1);
+            return v;
+          });
         else
           json(out, 1);
       } while (eat(','));
@@ -191,12 +209,35 @@ class TextReader : text::Lexer {
     aliases_.emplace(std::move(n), a);
   }
 
-  void program() {
+  // `rank R ...` or the shorthand `rank A..B ...`: the section is read once per rank.
+  void section() {
+    size_t at = here();
+    if (!rangeAhead()) {
+      int64_t rank = integer("for rank");
+      section_ = {rank, rank};
+      return program(rank, "rank " + std::to_string(rank));
+    }
+    section_ = rankRange("for rank");
+    if (section_.last - section_.first >= kMaxSectionRanks)
+      failAt(at, "rank " + section_.text() + " spans more than " + std::to_string(kMaxSectionRanks) + " ranks");
+    // A range is read once per rank: past the world it is a typo, and past a few thousand a hang.
+    if (have_world_ && section_.last >= job_.world_size)
+      failAt(at, "rank " + section_.text() + " goes past world_size " + std::to_string(job_.world_size));
+    size_t header = p_;
+    for (int64_t r = section_.first; r <= section_.last; ++r) {
+      p_ = header;
+      context_ = section_.first == section_.last ? "" : " (reading rank " + std::to_string(r) + " of rank " + section_.text() + ")";
+      program(r, "rank " + section_.text());
+    }
+    context_.clear();
+  }
+
+  void program(int64_t rank, const std::string& what) {
     auto p = std::make_unique<Program>();
     p->job = &job_;
     p->position = job_.programs.size();
-    p->rank = integer("for rank");
-    std::string what = "rank " + std::to_string(p->rank);
+    p->rank = rank;
+    rank_ = rank;
     std::vector<Field> fields{{"rank", {}}};
     if (eatWord("fetch")) {
       expect('=', "after fetch");
@@ -230,6 +271,7 @@ class TextReader : text::Lexer {
     endLine("\"}\"");
     if (opts_.resolve) resolve(*p);
     job_.programs.push_back(std::move(p));
+    rank_.reset();
   }
 
   void block(Program& p, const std::string& program_what) {
@@ -263,6 +305,8 @@ class TextReader : text::Lexer {
       std::string_view kw = word();
       if (kw == "var") {
         var(blk);
+      } else if (kw == "rank" && rankPrefixAhead()) {
+        rankLine(blk);
       } else if (kw == "block" || kw == "rank") {
         failAt(at, closing() + " before \"" + std::string(kw) + "\"");
       } else {
@@ -270,6 +314,29 @@ class TextReader : text::Lexer {
       }
     }
     endLine("\"}\"");
+  }
+
+  // `rank R, S..T: LINE`: a var or op read on every rank (so its errors show), kept on those.
+  void rankLine(Block& b) {
+    bool keep = rankPrefix();
+    size_t at = here();
+    if (peek() == '{') {
+      op(b);
+      if (!keep) dropLastOp(b);
+    } else if (word() == "var") {
+      if (keep)
+        var(b);
+      else
+        readVar();
+    } else {
+      failAt(at, "expected \"var\" or an op after \"rank ...:\", found " + describe(at));
+    }
+  }
+  void dropLastOp(Block& b) {
+    const Op* last = &b.ops.back();
+    while (!pending_.empty() && pending_.back().op == last) pending_.pop_back();
+    b.ops.pop_back();
+    --b.program->next_op_id;
   }
 
   void var(Block& b) {

@@ -50,7 +50,7 @@ std::string aliasBase(std::string_view wanted, std::string_view fallback) {
 
 class TextWriter {
  public:
-  TextWriter(const Job& job, const TextWriteOptions& opts) : job_(job) {
+  TextWriter(const Job& job, const TextWriteOptions& opts) : job_(job), fold_ranks_(opts.fold_ranks) {
     for (const auto& p : job.programs)
       if (!opts.rank || p->rank == *opts.rank) programs_.push_back(p.get());
   }
@@ -71,12 +71,16 @@ class TextWriter {
       kvObject(*dist_objects_.at(raw), true);
       out_ += '\n';
     }
-    for (const Program* p : programs_) program(*p);
+    if (fold_ranks_)
+      foldedPrograms();
+    else
+      for (const Program* p : programs_) program(*p);
     return std::move(out_);
   }
 
  private:
   const Job& job_;
+  bool fold_ranks_;
   std::vector<const Program*> programs_;
   std::string out_;
   ObjectTexts texts_;
@@ -221,6 +225,24 @@ class TextWriter {
     }
     if (o.hasDistAttr()) distAttr(o.dist_attr, true);
     out_ += '\n';
+  }
+  // Consecutive ranks whose programs print the same, rank number aside, print once as
+  // `rank A..B` (the SPMD shorthand), which the reader expands back to the same programs.
+  void foldedPrograms() {
+    std::vector<std::string> printed;  // each program without its "\nrank R"
+    for (const Program* p : programs_) {
+      std::string before = std::move(out_);
+      out_.clear();
+      program(*p);
+      printed.push_back(out_.substr(6 + std::to_string(p->rank).size()));
+      out_ = std::move(before);
+    }
+    for (size_t i = 0, j; i < printed.size(); i = j + 1) {
+      for (j = i; j + 1 < printed.size() && programs_[j + 1]->rank == programs_[j]->rank + 1 && printed[j + 1] == printed[i];) ++j;
+      out_ += "\nrank " + std::to_string(programs_[i]->rank);
+      if (j > i) out_ += ".." + std::to_string(programs_[j]->rank);
+      out_ += printed[i];
+    }
   }
   void program(const Program& p) {
     out_ += "\nrank " + std::to_string(p.rank);

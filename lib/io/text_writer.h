@@ -36,6 +36,7 @@ inline constexpr std::string_view kTextMagic = "sp-opt.program text";
 
 struct TextWriteOptions {
   std::optional<int64_t> rank;  // print only this rank's program (the header stays whole)
+  bool fold_ranks = false;      // consecutive ranks with the same program as one `rank A..B`
 };
 
 std::string jobToText(const Job& job, const TextWriteOptions& opts = {});
