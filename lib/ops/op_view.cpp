@@ -60,8 +60,10 @@ const OperandDef* OpView::outputOfSlot(std::string_view slot) const {
 const std::string_view* OpView::attrRaw(std::string_view canonical) const {
   const AttrDef* a = r_.def ? r_.def->attr(canonical) : nullptr;
   if (!a || dialect_ != Dialect::Pir) return op_.attrs.find(canonical);
-  if (a->pir_operand < 0) return op_.attrs.find(a->pir_name.empty() ? a->name : a->pir_name);
-  // A Scalar / IntArray operand: the value of the constant op that defines it.
+  const std::string_view* own = op_.attrs.find(a->pir_name.empty() ? a->name : a->pir_name);
+  if (own || a->pir_operand < 0) return own;
+  // A Scalar / IntArray passed as an operand (Paddle writes it either way): the value of the
+  // constant op that defines it.
   const Var* v = op_.in("in" + std::to_string(a->pir_operand));
   if (!v || v->writers.size() != 1) return nullptr;
   const Op& def = *v->writers.front();
@@ -84,8 +86,9 @@ std::string OpView::pointer(std::string_view where) const {
   if (auto m = mapSegment("/outputs/", false)) return *m;
   if (where.starts_with("/attrs/") && dialect_ == Dialect::Pir) {
     if (const AttrDef* a = r_.def->attr(where.substr(7))) {
-      if (a->pir_operand >= 0) return "/inputs/in" + std::to_string(a->pir_operand) + "/0";
-      if (!a->pir_name.empty()) return "/attrs/" + std::string(a->pir_name);
+      std::string_view name = a->pir_name.empty() ? a->name : a->pir_name;
+      if (a->pir_operand >= 0 && !op_.attrs.has(name)) return "/inputs/in" + std::to_string(a->pir_operand) + "/0";
+      return "/attrs/" + std::string(name);
     }
   }
   return std::string(where);

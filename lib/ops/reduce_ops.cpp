@@ -81,10 +81,10 @@ double flopsAddN(const OpView& op) {
 }  // namespace
 
 void addReduceOps(std::vector<OpDef>& d) {
-  // PIR passes the dims as an IntArray operand and calls keep_dim `keepdim`.
-  std::vector<AttrDef> reduce_attrs = {{"dim", AttrKind::Ints, {}, 1}, {"keep_dim", AttrKind::Bool, "keepdim"},
+  // PIR calls them axis and keepdim; the axis may come as an IntArray operand.
+  std::vector<AttrDef> reduce_attrs = {{"dim", AttrKind::Ints, "axis", 1}, {"keep_dim", AttrKind::Bool, "keepdim"},
                                        {"reduce_all", AttrKind::Bool}};
-  std::vector<AttrDef> grad_attrs = {{"dim", AttrKind::Ints, {}, 2}, {"keep_dim", AttrKind::Bool, "keepdim"},
+  std::vector<AttrDef> grad_attrs = {{"dim", AttrKind::Ints, "axis", 2}, {"keep_dim", AttrKind::Bool, "keepdim"},
                                      {"reduce_all", AttrKind::Bool}};
   std::vector<OperandDef> grad_in = {{"X", {}, 0, false, false}, {"Out@GRAD", {}, 1, true}};
   std::vector<OperandDef> x_in = {{"X", {}, 0, true}}, out = {{"Out", {}, 0, true}}, dx = {{"X@GRAD", {}, 0, true}};
