@@ -5,6 +5,8 @@
 
 #include "command.h"
 #include "io/loader.h"
+#include "io/writer.h"
+#include "ops/translate.h"
 #include "io/output_transaction.h"
 #include "io/paddle/formats.h"
 #include "io/source.h"
@@ -22,7 +24,16 @@ int runExport(const Options& o) {
   // The loader checks the job (format v1, names resolve) and says where it is broken.
   // Read once (a FIFO or pipe cannot be read twice), then loaded and parsed from memory.
   std::string job_text = readInputFile(o.job);
-  keepUntilExit(loadJobFromText(job_text, o.job));
+  auto loaded = loadJobFromText(job_text, o.job);
+  // A legacy or current job exported as PIR is translated first, as Paddle's translator does it.
+  bool to_pir = format.name.starts_with("pir");
+  bool translate = false;
+  for (const auto& p : loaded->programs) translate |= to_pir && p->dialect != Dialect::Pir;
+  if (translate) {
+    translateToPir(*loaded);
+    job_text = jobToString(*loaded);
+  }
+  keepUntilExit(std::move(loaded));
   paddle::Json job = paddle::Json::parse(job_text);
 
   // Ring ids the import renumbered (a Paddle ring_id is local to a process) go back to Paddle's.

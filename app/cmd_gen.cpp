@@ -5,6 +5,9 @@
 #include "command.h"
 #include "gen/generate.h"
 #include "io/atomic_file.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "ops/translate.h"
 #include "support/error.h"
 
 namespace spopt::app {
@@ -20,13 +23,29 @@ struct Options {
 int runGen(Options& o) {
   o.gen.model = o.model == "gpt" ? gen::Model::Gpt : gen::Model::Mlp;
   o.gen.dtype = *parseDType(o.dtype);
+  // PIR: the legacy program, translated as Paddle's translator would (ops/translate.h).
+  bool pir = o.dialect == "pir";
   o.gen.dialect = o.dialect == "current" ? gen::Dialect::Current : gen::Dialect::Legacy;
   o.gen.backward = !o.no_backward;
   // Without a backward pass there is nothing to optimise, unless --optimizer sgd says otherwise.
   o.gen.sgd = o.optimizer == "sgd" && (o.gen.backward || o.optimizer_flag->count() > 0);
   gen::checkOptions(o.gen);
   AtomicFile out(o.output);
-  gen::GenStats stats = gen::generateJob(o.gen, out);
+  gen::GenStats stats;
+  if (pir) {
+    auto job = loadJobFromText(gen::generateJobText(o.gen), o.output);
+    translateToPir(*job);
+    writeJob(*job, out);
+    stats.ranks = int64_t(job->programs.size());
+    stats.ops = stats.vars = 0;
+    for (const auto& p : job->programs)
+      for (const auto& b : p->blocks) {
+        stats.ops += int64_t(b->ops.size());
+        for (const auto& v : b->vars) stats.vars += v->removed ? 0 : 1;
+      }
+  } else {
+    stats = gen::generateJob(o.gen, out);
+  }
   out.finish();
   if (o.output != "-")
     std::cout << o.output << ": " << stats.ranks << " ranks, " << stats.ops << " ops, " << stats.vars << " vars\n";
@@ -55,8 +74,9 @@ const Registrar reg{{"gen", "Generate a tensor/sequence-parallel training job (m
                            ->capture_default_str();
                        sub.add_flag("--sequence-parallel", g.sequence_parallel,
                                     "Shard activations along the sequence between tensor-parallel regions");
-                       sub.add_option("--dialect", o->dialect, "Collective spelling: legacy (c_*) or current (all_*)")
-                           ->check(CLI::IsMember({"legacy", "current"}))
+                       sub.add_option("--dialect", o->dialect,
+                                      "legacy (c_* collectives), current (all_*) or pir (Paddle 3: pd_op.*, as its translator writes it)")
+                           ->check(CLI::IsMember({"legacy", "current", "pir"}))
                            ->capture_default_str();
                        sub.add_flag("--no-backward", o->no_backward, "Forward pass only (implies --optimizer none)");
                        o->optimizer_flag = sub.add_option("--optimizer", o->optimizer, "none or sgd")

@@ -46,6 +46,14 @@ void addCollectiveOps(std::vector<OpDef>& d) {
              with({legacyName("c_broadcast"), currentName("broadcast")},
                   with(pir("pd_op.broadcast", "pd_op.broadcast_"), pir("pd_op.c_broadcast", "pd_op.c_broadcast_"))),
              {{"root", AttrKind::Int}});
+  // Communicator set-up (startup programs): the importer builds the process-group table from them.
+  auto setup = [&](std::string_view name, std::string_view legacy, std::string_view pir_type) {
+    d.push_back({.name = name, .spellings = {legacyName(legacy), pirName(pir_type)}, .attrs = {{"ring_id", AttrKind::Int}},
+                 .traits = trait::SideEffects});
+  };
+  setup("comm_init", "c_comm_init", "pd_op.c_comm_init");
+  setup("comm_init_all", "c_comm_init_all", "pd_op.c_comm_init_all");
+  setup("gen_nccl_id", "c_gen_nccl_id", "pd_op.c_gen_nccl_id");
   // The identity moves no data (Megatron's f in forward): not paired across ranks.
   collective("c_identity", CollectiveKind::Identity, with({legacyName("c_identity")}, pir("pd_op.c_identity", "pd_op.c_identity_")));
 }

@@ -49,12 +49,14 @@ bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_
   const OpDef& def = opDef(ints ? "full_int_array" : "full");
   Var* v = b.freshVar(std::string(op_.type.substr(op_.type.find('.') + 1)) + "." + std::string(canonical),
                       ints ? std::vector<int64_t>{int64_t(ints->size())} : std::vector<int64_t>{1},
-                      ints ? DType::Int64 : DType::Float32);
+                      ints || a->kind == AttrKind::Int ? DType::Int64 : DType::Float32);
   NewOp c = b.create(def);
   c.output("Out", {v});
+  bool integral = ints || a->kind == AttrKind::Int;
   if (ints) c.op_.attrs.setIntArray(job_.arena, "value", *ints);
+  else if (integral) c.op_.attrs.setInt(job_.arena, "value", int64_t(scalar));
   else c.op_.attrs.setDouble(job_.arena, "value", scalar);
-  c.op_.attrs.setString(job_.arena, "dtype", ints ? "int64" : "float32");
+  c.op_.attrs.setString(job_.arena, "dtype", integral ? "int64" : "float32");
   c.op_.attrs.setIntArray(job_.arena, "shape", v->shape);
   constants_.push_back(std::move(c));
   std::string in = "in" + std::to_string(a->pir_operand);

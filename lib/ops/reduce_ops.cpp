@@ -54,6 +54,7 @@ Result ruleMeanAllGrad(const OpView& op) { return checkReduceGrad(op, true); }
 
 // add_n (legacy sum): every X stored and shaped like Out, which is floating.
 Result ruleAddN(const OpView& op) {
+  if (op.dialect() == Dialect::Pir) return std::nullopt;  // X is one vector (builtin.combine): replay checks its parts
   const Var* out = op.out("Out");
   if (!out) return std::nullopt;
   auto st = dtypeStorage(out->dtype);
@@ -101,7 +102,8 @@ void addReduceOps(std::vector<OpDef>& d) {
                .outputs = dx, .attrs = grad_attrs, .traits = trait::Grad, .rule = ruleReduceGrad, .cost = {1, "X@GRAD"}});
   d.push_back({.name = "mean_all_grad", .spellings = {legacyName("mean_grad"), pirName("pd_op.mean_all_grad")},
                .inputs = grad_in, .outputs = dx, .traits = trait::Grad, .rule = ruleMeanAllGrad, .cost = {1, "X@GRAD"}});
-  d.push_back({.name = "add_n", .spellings = {legacyName("sum")}, .inputs = x_in, .outputs = out, .traits = kPure,
+  // PIR's add_n reads one vector (a builtin.combine).
+  d.push_back({.name = "add_n", .spellings = {legacyName("sum"), pirName("pd_op.add_n")}, .inputs = x_in, .outputs = out, .traits = kPure,
                .rule = ruleAddN, .cost = {.flops = flopsAddN}});
 }
 

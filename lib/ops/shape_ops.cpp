@@ -115,7 +115,7 @@ Result ruleSplitWithNum(const OpView& op) {
   if (!known(x) || !out) return std::nullopt;
   auto num = op.attrs.getInt("num");
   if (!num || *num <= 0) return fail(op, "/attrs/num", "num must be a positive integer");
-  auto axis_raw = op.attrs.getInt("axis");
+  auto axis_raw = intAttr(op, "axis", 0);
   if (!axis_raw) return fail(op, "/attrs/axis", "axis must be a constant integer (a pd_op.full)");
   int64_t axis = normAxis(*axis_raw, x->shape.size());
   if (axis < 0 || axis >= int64_t(x->shape.size())) return fail(op, "/attrs/axis", "axis is out of range for X " + dimsText(x->shape));
@@ -136,6 +136,7 @@ Result ruleVectorSlice(const OpView& op) {
 }
 
 Result ruleConcat(const OpView& op) {
+  if (op.dialect() == Dialect::Pir) return std::nullopt;  // X is one vector (builtin.combine): replay checks its parts
   const Slot* xs = op.input("X");
   const Var* y = op.out("Out");
   std::string t(op.type);
@@ -189,6 +190,10 @@ void addShapeOps(std::vector<OpDef>& d) {
   d.push_back({.name = "vector_slice", .spellings = {pirName("builtin.slice")}, .inputs = {{"X", {}, 0, true}},
                .outputs = {{"Out", {}, 0, true}}, .attrs = {{"index", AttrKind::Int}}, .traits = kMove | trait::View,
                .rule = ruleVectorSlice});
+  // builtin.combine(in0, ..., in<k-1>) -> a vector of k values: its operands are positional, one
+  // value each, so the definition names none.
+  d.push_back({.name = "combine", .spellings = {pirName("builtin.combine")}, .outputs = {{"Out", {}, 0, true}},
+               .traits = kMove | trait::VectorResult});
   d.push_back({.name = "concat", .spellings = {legacyName("concat"), pirName("pd_op.concat")}, .inputs = {{"X", {}, 0}},
                .outputs = {{"Out", {}, 0}}, .attrs = {{"axis", AttrKind::Int, {}, 1}}, .traits = kMove, .rule = ruleConcat,
                .grad = "split"});

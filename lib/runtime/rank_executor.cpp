@@ -73,6 +73,12 @@ class OpIO final : public KernelIO {
  public:
   OpIO(const OpView& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
   const Tensor* input(std::string_view slot, size_t i) const override {
+    if (const Var* vec = vectorIn(slot)) {  // a PIR vector: its parts are the slot's values
+      Tensor& t = values_.at(*vec);
+      if (t.empty() || t.shape().empty() || int64_t(i) >= t.shape()[0]) return nullptr;
+      shape_only_.push_back(t.part(int64_t(i)));
+      return &shape_only_.back();
+    }
     const Var* var = op_.in(slot, i);
     if (!var) return nullptr;
     // A slot whose buffer the kernel does not read (the catalogue's no-need-buffer operands) gets
@@ -84,7 +90,10 @@ class OpIO final : public KernelIO {
     Tensor& t = values_.at(*var);
     return t.empty() ? nullptr : &t;
   }
-  size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
+  size_t inputCount(std::string_view slot) const override {
+    if (const Var* vec = vectorIn(slot)) return vec->shape.empty() ? 0 : size_t(vec->shape[0]);
+    return op_.inputCount(slot);
+  }
   Tensor* output(std::string_view slot, size_t i) override {
     const Var* var = op_.out(slot, i);
     for (auto& [v, t] : outs_)
@@ -94,10 +103,20 @@ class OpIO final : public KernelIO {
   size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
 
  private:
+  // The vector a PIR op reads in `slot` (what a VectorResult op wrote), unless the op indexes it
+  // itself (builtin.slice).
+  const Var* vectorIn(std::string_view slot) const {
+    if (op_.dialect() != Dialect::Pir || op_.inputCount(slot) != 1 || op_.has(trait::View)) return nullptr;
+    const Var* v = op_.in(slot);
+    if (!v || v->writers.size() != 1) return nullptr;
+    ResolvedOp w = resolveOp(v->writers.front()->type);
+    return w && w.def->has(trait::VectorResult) ? v : nullptr;
+  }
+
   const OpView& op_;
   Values& values_;
   std::vector<std::pair<const Var*, Tensor>>& outs_;
-  mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers
+  mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers (and vector parts)
 };
 
 // Another stream of the rank failed: this one stops quietly (the failure is what gets reported).

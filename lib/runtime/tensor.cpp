@@ -68,6 +68,15 @@ Tensor Tensor::view(std::vector<int64_t> shape) const {
   return t;
 }
 
+Tensor Tensor::part(int64_t i) const {
+  if (shape_.empty() || i < 0 || i >= shape_[0]) throw std::invalid_argument("part: index outside the stack");
+  Tensor t = *this;
+  t.shape_.erase(t.shape_.begin());
+  t.numel_ = shape_[0] ? numel_ / shape_[0] : 0;
+  t.buf_ = std::shared_ptr<std::byte>(buf_, buf_.get() + size_t(i * t.numel_) * storageSize(storage()));
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor t(dtype_, shape_);
   if (numel_) std::memcpy(t.raw(), raw(), bytes());

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "ops/op_def.h"
 #include "support/error.h"
 
 namespace spopt::paddle {
@@ -118,16 +119,16 @@ Json assembleJob(std::vector<ImportedProgram> mains, const AssembleOptions& opti
     ImportedProgram& source = startups.empty() ? mains[r] : const_cast<ImportedProgram&>(startups[r]);
     for (const auto& init : source.comm_inits) claims.push_back({r, init, source.path});
     forEachOp(source.program, [&](Json& op, const std::string& where) {
-      std::string type = opType(op);
-      if (type == "c_comm_init" || type == "pd_op.c_comm_init") {
+      const OpDef* def = resolveOp(opType(op)).def;
+      if (def == &opDef("comm_init")) {
         claims.push_back({r, {intAttr(op, "ring_id", 0), intAttr(op, "nranks", 0), intAttr(op, "rank", 0), where}, source.path});
-      } else if (type == "c_comm_init_all" || type == "pd_op.c_comm_init_all") {
+      } else if (def == &opDef("comm_init_all")) {
         // One communicator over `devices`, the ranks in that order: the program of rank r is
         // device r's (a `rank` attribute, where a Paddle version writes one, says so directly).
         const Json* devices = op.contains("attrs") && op["attrs"].contains("devices") ? &op["attrs"]["devices"] : nullptr;
         int64_t n = devices && devices->is_array() && !devices->empty() ? int64_t(devices->size()) : nprograms;
         claims.push_back({r, {intAttr(op, "ring_id", 0), n, intAttr(op, "rank", r), where}, source.path});
-      } else if (type == "c_gen_nccl_id" || type == "pd_op.c_gen_nccl_id") {
+      } else if (def == &opDef("gen_nccl_id")) {
         std::string own = stringAttr(op, "endpoint");
         if (own.empty()) return;
         rank_of_endpoint.emplace(own, r);

@@ -40,10 +40,31 @@ void vectorSlice(KernelContext& c) {
   if (v.shape().empty() || index < 0 || index >= v.shape()[0])
     kernelFail(c, "index " + std::to_string(index) + " is outside the vector " + shapeStr(v.shape()));
   requireSameStorage(c, "Out", out, "X", v);
-  if (v.numel() != v.shape()[0] * out.numel())
+  int64_t parts = v.shape()[0];
+  if (v.numel() % parts != 0 || v.numel() / parts != out.numel())
     kernelFail(c, "Out " + shapeStr(out.shape()) + " is not an element of the vector " + shapeStr(v.shape()));
   size_t bytes = out.bytes();
   if (bytes) std::memcpy(out.raw(), static_cast<const std::byte*>(v.raw()) + size_t(index) * bytes, bytes);
+}
+
+// builtin.combine: its operands (in0, in1, ...: equal shapes) stacked into the vector.
+void combine(KernelContext& c) {
+  const auto& slots = c.op.op().inputs;
+  if (slots.empty()) kernelFail(c, "has no operands");
+  const Tensor& first = requireInput(c, slots.front().name);
+  Tensor& out = requireOutput(c, "Out");
+  requireShape(c, "Out", out, {int64_t(slots.size())}, "a vector of its operands");
+  std::vector<int64_t> stacked = first.shape();
+  stacked.insert(stacked.begin(), int64_t(slots.size()));
+  out = Tensor(first.dtype(), stacked);
+  size_t bytes = first.bytes();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Tensor& x = requireInput(c, slots[i].name);
+    std::string name(slots[i].name);
+    requireSameStorage(c, name, x, std::string(slots.front().name), first);
+    if (x.shape() != first.shape()) kernelFail(c, name + " " + shapeStr(x.shape()) + " differs from " + shapeStr(first.shape()) + ": a vector holds equal parts");
+    if (bytes) std::memcpy(static_cast<std::byte*>(out.raw()) + i * bytes, x.raw(), bytes);
+  }
 }
 
 // full_int_array: Out = the `value` list.
@@ -68,6 +89,7 @@ void registerPirValueKernels(KernelTable& t) {
   t.add("split_with_num", splitWithNum);
   t.add("vector_slice", vectorSlice);
   t.add("full_int_array", fullIntArray);
+  t.add("combine", combine);
 }
 
 }  // namespace spopt::rt

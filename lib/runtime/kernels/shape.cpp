@@ -84,11 +84,12 @@ void transpose2(KernelContext& c) {
 
 // transpose2_grad: dX = dOut permuted by the inverse of axis.
 void transpose2Grad(KernelContext& c) {
-  const Tensor& xs = requireInput(c, "XShape");
   const Tensor& g = requireInput(c, "Out@GRAD");
   Tensor& dx = requireOutput(c, "X@GRAD");
   requireSameStorage(c, "X@GRAD", dx, "Out@GRAD", g);
-  Dims xdims = dimsFromXShape(c, xs);
+  // PIR's transpose_grad has no XShape: X's dims are X@GRAD's.
+  const Tensor* xs = c.op.dialect() == Dialect::Pir ? nullptr : &requireInput(c, "XShape");
+  Dims xdims = xs ? dimsFromXShape(c, *xs) : dx.shape();
   requireShape(c, "X@GRAD", dx, xdims, "XShape's dims[1:]");
   Dims perm = checkedPerm(c, xdims.size());
   Dims gshape(perm.size());

@@ -1,0 +1,155 @@
+#include "ops/translate.h"
+
+#include <string>
+#include <vector>
+
+#include "ir/json_pointer.h"
+#include "ir/json_text.h"
+#include "ops/op_builder.h"
+#include "ops/op_view.h"
+#include "support/error.h"
+
+namespace spopt {
+namespace {
+
+class PirTranslator {
+ public:
+  explicit PirTranslator(Block& b) : block_(b), builder_(b), job_(*b.program->job) {}
+
+  void translate(Op& op) {
+    ResolvedOp r = resolveOp(op.type);
+    if (r && r.spelling->dialect == Dialect::Pir) return;
+    if (!r || !r.def->spelling(Dialect::Pir)) fail(op, "has no PIR spelling in the op catalogue (docs/ops.md)");
+    const OpDef& def = *r.def;
+    OpView old(op, r);
+    if (&def == &opDef("split") && old.outputCount("Out") > 1) return translateSplit(op, old);
+    NewOp n = builder_.create(def);
+    for (const OperandDef& o : def.inputs) addValues(op, old, o, true, n);
+    for (const OperandDef& o : def.outputs) addValues(op, old, o, false, n);
+    copyAttrs(op, def, n);
+    if (def.collective == CollectiveKind::AllReduce && !op.attrs.has("reduce_type"))
+      n.attrInt("reduce_type", static_cast<int>(r.spelling->reduce.value_or(ReduceOp::Sum)));
+    if (op.hasDistAttr()) n.copyDistAttr(op.dist_attr);
+    Op* added = n.insertBefore(op);
+    padOperands(*added);
+    block_.eraseOp(&op);
+  }
+
+ private:
+  [[noreturn]] void fail(const Op& op, const std::string& why) {
+    throw InputError(job_.path, opPointer(op), std::string(op.type) + " " + why);
+  }
+
+  // One canonical operand: its var, or (several vars in one legacy slot) a builtin.combine vector.
+  void addValues(Op& op, const OpView& old, const OperandDef& o, bool input, NewOp& n) {
+    const Slot* s = input ? old.input(o.name) : old.output(o.name);
+    if (!s || s->args.empty()) return;
+    if (o.pir < 0) {
+      if (!o.reads_buffer) return;  // a shape record (XShape) PIR does without
+      fail(op, "slot " + std::string(o.name) + " has no PIR operand");
+    }
+    std::vector<Var*> vars;
+    for (const Arg& a : s->args) vars.push_back(a.var);
+    if (vars.size() > 1) {
+      if (!input) fail(op, "writes " + std::to_string(vars.size()) + " vars to " + std::string(o.name) + ": PIR has no such result");
+      vars = {combine(op, vars)};
+    }
+    input ? n.input(o.name, vars) : n.output(o.name, vars);
+  }
+
+  Var* combine(const Op& op, const std::vector<Var*>& parts) {
+    for (Var* v : parts)
+      if (v->shape != parts.front()->shape || v->dtype != parts.front()->dtype)
+        fail(op, "combines vars of different shapes: replay holds a vector as equal parts");
+    Var* vec = builder_.freshVar(std::string(parts.front()->name) + ".combined", {int64_t(parts.size())}, parts.front()->dtype);
+    NewOp c = builder_.create(opDef("combine"));
+    for (size_t i = 0; i < parts.size(); ++i) c.input("in" + std::to_string(i), {parts[i]});  // one operand a part
+    c.output("Out", {vec}).copyAttrs(op, {"op_role", "op_namescope"});
+    c.insertBefore(const_cast<Op&>(op));
+    return vec;
+  }
+
+  // Catalogue attributes renamed (and made operands where PIR passes them so); others kept as is.
+  void copyAttrs(const Op& op, const OpDef& def, NewOp& n) {
+    for (const Member& m : op.attrs.items()) {
+      std::string key(m.key);
+      const AttrDef* a = def.attr(key);
+      if (!a) {
+        n.op().attrs.setRaw(job_.arena, m.key, m.raw);
+        continue;
+      }
+      if (a->pir_operand >= 0) {
+        if (a->kind == AttrKind::Ints) {
+          if (auto v = rawToIntsLenient(m.raw)) n.attrInts(key, *v);
+          else fail(op, "attribute " + key + " is not a list of integers");
+        } else if (auto x = rawToNumber(m.raw)) {
+          a->kind == AttrKind::Int ? n.attrInt(key, int64_t(*x)) : n.attrDouble(key, *x);
+        } else {
+          fail(op, "attribute " + key + " is not a number");
+        }
+        continue;
+      }
+      n.attrRaw(key, m.raw);
+    }
+  }
+
+  // split(X) -> Out[k] in k equal parts: pd_op.split_with_num into a vector, a builtin.slice a part.
+  void translateSplit(Op& op, const OpView& old) {
+    const Slot* outs = old.output("Out");
+    Var* x = old.in("X");
+    size_t k = outs->args.size();
+    for (const Arg& a : outs->args)
+      if (a.var->shape != outs->args.front().var->shape) fail(op, "splits into unequal parts: PIR's split_with_num makes equal ones");
+    int64_t axis = old.attrs.getInt("axis").value_or(0);
+    Var* vec = builder_.freshVar(std::string(outs->args.front().var->name) + ".parts", {int64_t(k)}, x->dtype);
+    NewOp s = builder_.create(opDef("split_with_num"));
+    s.input("X", {x}).output("Out", {vec}).attrInt("num", int64_t(k)).attrInt("axis", axis).copyAttrs(op, {"op_role", "op_namescope"});
+    if (op.hasDistAttr()) s.copyDistAttr(op.dist_attr);
+    s.insertBefore(op);
+    for (size_t i = 0; i < k; ++i) {
+      NewOp slice = builder_.create(opDef("vector_slice"));
+      slice.input("X", {vec}).output("Out", {outs->args[i].var}).attrInt("index", int64_t(i)).copyAttrs(op, {"op_role", "op_namescope"});
+      if (op.hasDistAttr()) slice.copyDistAttr(op.dist_attr);
+      slice.insertBefore(op);
+    }
+    block_.eraseOp(&op);
+  }
+
+  // PIR values are positional: a missing optional operand before a present one is a null value
+  // (an empty slot), and the slots go in index order.
+  void padOperands(Op& op) {
+    for (auto* slots : {&op.inputs, &op.outputs}) {
+      std::string prefix = slots == &op.inputs ? "in" : "out";
+      std::vector<Slot> by_index;
+      for (Slot& s : *slots) {
+        size_t i = std::stoul(std::string(s.name.substr(prefix.size())));
+        if (by_index.size() <= i) by_index.resize(i + 1);
+        by_index[i] = std::move(s);
+      }
+      for (size_t i = 0; i < by_index.size(); ++i)
+        if (by_index[i].name.empty()) by_index[i].name = job_.arena.store(prefix + std::to_string(i));
+      *slots = std::move(by_index);
+    }
+  }
+
+  Block& block_;
+  OpBuilder builder_;
+  Job& job_;
+};
+
+}  // namespace
+
+void translateToPir(Job& job) {
+  for (auto& p : job.programs) {
+    if (p->dialect == Dialect::Pir) continue;
+    p->dialect = Dialect::Pir;  // the builder writes the program's dialect
+    for (auto& b : p->blocks) {
+      std::vector<Op*> ops;
+      for (Op& op : b->ops) ops.push_back(&op);
+      PirTranslator t(*b);
+      for (Op* op : ops) t.translate(*op);
+    }
+  }
+}
+
+}  // namespace spopt
