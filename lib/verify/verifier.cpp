@@ -11,6 +11,7 @@
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
 #include "support/checked_size.h"
+#include "verify/cross_rank.h"
 #include "verify/sharding.h"
 
 namespace spopt {
@@ -53,6 +54,7 @@ class Verifier {
     if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
     checkPrograms();
+    checkMeshAgreement(job_, [&](std::string pointer, std::string message) { report(std::move(pointer), std::move(message)); });
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
     return std::move(problems_);
   }
