@@ -68,6 +68,13 @@ void forEachVar(const std::vector<Slot>& slots, F f) {
       if (a.var) f(*a.var);
 }
 
+// The verifier's rule for collectives paired across ranks: same kind, reduction, dtype and element
+// count, an unknown count (-1) pairing with an unknown one (replay refuses those; validate does not).
+bool pairable(const Op& a, const Op& b) {
+  CollectiveSig x = signatureOf(a), y = signatureOf(b);
+  return x.kind == y.kind && x.reduce == y.reduce && x.dtype == y.dtype && x.numel == y.numel;
+}
+
 }  // namespace
 
 HappensBefore::HappensBefore(const Job& job) : job_(job) {
@@ -83,7 +90,7 @@ HappensBefore::HappensBefore(const Job& job) : job_(job) {
       auto [it, made] = instance_of.try_emplace({c->ring_id, n.ring_k}, uint32_t(instances_.size()));
       if (made) instances_.push_back({c->ring_id, n.ring_k, {}, false});
       CollectiveInstance& inst = instances_[it->second];
-      if (!inst.members.empty() && !(signatureOf(*nodes_[inst.members.front()].op) == signatureOf(*n.op))) inst.mismatched = true;
+      if (!inst.members.empty() && !pairable(*nodes_[inst.members.front()].op, *n.op)) inst.mismatched = true;
       inst.members.push_back(id);
       n.collective = it->second;
     }
