@@ -2,6 +2,7 @@
 // cross-rank agreement, hang check), analyzes it, and holds its figures to budgets and to a
 // baseline; prints the result as text, json, JUnit XML or GitHub Actions workflow commands.
 // Exit 0 when every check passes, 1 when one fails, 2 when the job or the budgets cannot be read.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "io/atomic_file.h"
 #include "io/loader.h"
 #include "job_checks.h"
+#include "passes/pass_manager.h"
+#include "passes/pipeline.h"
 #include "views/check_report.h"
 #include "write_output.h"
 
@@ -21,6 +24,7 @@ namespace {
 
 struct Options {
   std::string job, budgets, baseline, max_regression, preset, format = "text", output = "-";
+  std::optional<std::string> passes;  // rewrite first, and gate what the pipeline makes
   std::array<std::string, 4> limit;  // by Figure, as given on the command line
   bool strict = false;
 };
@@ -97,13 +101,38 @@ void addGates(CheckSuite& suite, const JobValidation& v, const Budgets& b, const
   }
 }
 
+// Runs the pipeline on the job in memory (the verifier after every pass), then proves the result
+// hang-free: the "rewrite" and "hang-free after rewrite" cases. False when either fails.
+bool rewriteInPlace(CheckSuite& suite, Job& job, const std::string& passes) {
+  Pipeline pipeline = parsePipeline(passes, PassRegistry::builtin(), "--passes");
+  auto t = std::chrono::steady_clock::now();
+  PipelineResult res = runPipeline(pipeline, job);
+  CheckCase rewrite{"rewrite", CheckCase::Passed, {}, {}, pipelineText(pipeline),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()};
+  if (!res.ok) {
+    rewrite.status = CheckCase::Failed;
+    for (Diagnostic d : res.problems) {
+      d.message = "after pass " + res.failed_pass + ": " + d.message;
+      rewrite.failures.push_back(std::move(d));
+    }
+  }
+  suite.cases.push_back(rewrite);
+  if (!res.ok) return false;
+  HangReport hang = checkHangs(job);
+  CheckCase c{"hang-free after rewrite", hang.errors.empty() ? CheckCase::Passed : CheckCase::Failed, hang.errors, hang.warnings, "", 0};
+  suite.cases.push_back(c);
+  return hang.errors.empty();
+}
+
 int runCi(const Options& o) {
   Budgets budgets = gatherBudgets(o);
   HardwareModel model = modelOf(budgets.preset);
   JobValidation v = validateJobFile(o.job, o.strict);
   CheckSuite suite = v.suite;
   bool loaded = v.job != nullptr;
-  if (loaded && v.problems.empty()) {
+  if (loaded && v.problems.empty() && o.passes && !rewriteInPlace(suite, *v.job, *o.passes)) {
+    suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the rewrite failed", 0});
+  } else if (loaded && v.problems.empty()) {
     JobFigures now = figuresOf(analyzeJob(*v.job, model));
     std::optional<JobFigures> base;
     if (!budgets.baseline.empty()) base = baselineFigures(budgets.baseline, model);
@@ -129,6 +158,8 @@ const Registrar reg{{"ci", "The CI gate: validate (hang check included), analyze
                        sub.add_option("--step-time", o->limit[size_t(Figure::StepTime)], "Budget of the simulated step time");
                        sub.add_option("--baseline", o->baseline, "A job, or a saved `analyze --format json` report, to compare the figures with");
                        sub.add_option("--max-regression", o->max_regression, "How much worse than the baseline a figure may be (\"5%\"; default 0%)");
+                       sub.add_option("--passes", o->passes, "Rewrite first with this pipeline (`--passes=` none; see `sp-opt passes`), then gate the result")
+                           ->expected(0, 1);
                        sub.add_option("--preset", o->preset, "Hardware model of the analysis (default h100-nvlink)");
                        sub.add_flag("--strict", o->strict, "A lost dependency (a wait on an event not recorded before it) fails the gate");
                        sub.add_option("--format", o->format, "text, json, junit (JUnit XML) or github (Actions workflow commands)")

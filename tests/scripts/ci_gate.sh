@@ -48,6 +48,12 @@ grep -q "ok: 1 suites, 23 testcases, 13 failures" check.txt || bad "junit counts
 [ "$(grep -c '^::error file=regressed.json,title=sp-opt regression ' out.gh)" -eq 13 ] || bad "github: $(cat out.gh)"
 grep -q "^::error .*::exposed_comm rank 0: .* (+[0-9.]*%25, over the 5%25 allowed regression)$" out.gh || bad "github escaping: $(cat out.gh)"
 
+# --passes rewrites in memory first: the chain's output meets the baseline, fusion alone does not.
+"$SP_OPT" ci job.json --passes=sequence-parallel --baseline opt.analyze.json > out.txt; rc=$?
+[ $rc -eq 0 ] && grep -q "^job.json: passed (25 checks, 0 failed)" out.txt || bad "--passes=sequence-parallel: exit $rc: $(cat out.txt)"
+"$SP_OPT" ci job.json --passes=fuse-allreduce-split --baseline opt.analyze.json --max-regression 5% > out.txt; rc=$?
+[ $rc -eq 1 ] && grep -q "^job.json: FAILED (25 checks, 13 failed)" out.txt || bad "--passes=fuse-allreduce-split: exit $rc: $(cat out.txt)"
+
 # Budgets beside the job, and the command line over them.
 echo '{"peak_memory": "140 MiB", "baseline": "opt.analyze.json", "max_regression": "50%"}' > regressed.budgets.json
 "$SP_OPT" ci regressed.json > out.txt; rc=$?
