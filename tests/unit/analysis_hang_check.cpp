@@ -1,12 +1,13 @@
 // The hang check (analysis/hang_check.h) on hand-made jobs: crossed rings named op by op, the same
 // rings on their own streams accepted, events that order nothing reported as lost dependencies, a
-// sub-block's collective placed at its owning op; and the gates (analysis/gates.h).
+// sub-block's collective placed at its owning op; the gates (analysis/gates.h); meshes across ranks.
 #include <catch2/catch.hpp>
 
 #include "analysis/gates.h"
 #include "analysis/hang_check.h"
 #include "io/loader.h"
 #include "support/error.h"
+#include "verify/verifier.h"
 #include "views/check_report.h"
 
 using namespace spopt;
@@ -142,4 +143,22 @@ TEST_CASE("junit and github renderings escape what their syntax reserves", "[gat
   CHECK(junit.find("&quot;over&quot;") != std::string::npos);
   std::string gh = renderChecksGithub({s});
   CHECK(gh.find("::error file=a&b.json,title=sp-opt budget <x>::50%25 \"over\"%0Anext: line, more\n") == 0);
+}
+
+TEST_CASE("a var sharded over different meshes on two ranks is refused", "[verify]") {
+  auto program = [](int rank, const char* ids) {
+    return "{\"rank\":" + std::to_string(rank) +
+           ",\"blocks\":[{\"idx\":0,\"parent_idx\":-1,\"vars\":[{\"name\":\"w\",\"shape\":[4,4],\"dtype\":\"float32\",\"dist_attr\":"
+           "{\"process_mesh\":{\"shape\":[2],\"process_ids\":" + std::string(ids) + "},\"dims_mapping\":[0,-1]}}],\"ops\":[]}]}";
+  };
+  auto job = [&](const char* ids1) {
+    return loadJobFromText("{\"format\":\"sp-opt.program\",\"version\":1,\"world_size\":3,\"programs\":[" + program(0, "[0,1]") + "," +
+                               program(1, ids1) + "]}", "m.json");
+  };
+  CHECK(verifyJob(*job("[0,1]")).empty());
+  auto problems = verifyJob(*job("[1,2]"));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].line() ==
+        "m.json: /programs/1/blocks/0/vars/0/dist_attr: var \"w\" is one tensor sharded differently across ranks: rank 0 has mesh [2] "
+        "of processes [0,1], dims_mapping [0,-1], global shape [8,4], rank 1 has mesh [2] of processes [1,2], dims_mapping [0,-1], global shape [8,4]");
 }
