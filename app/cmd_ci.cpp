@@ -97,6 +97,8 @@ void addGates(CheckSuite& suite, const JobValidation& v, const Budgets& b, const
     c.status = g.breached ? CheckCase::Failed : CheckCase::Passed;
     if (g.breached) c.failures.push_back({v.suite.name, "", g.message});
     else c.detail = g.message;
+    c.figures = {{"value", g.value}, {"limit", g.limit}};
+    if (g.regression) c.figures.push_back({"baseline", g.baseline});
     suite.cases.push_back(std::move(c));
   }
 }
@@ -108,7 +110,7 @@ bool rewriteInPlace(CheckSuite& suite, Job& job, const std::string& passes) {
   auto t = std::chrono::steady_clock::now();
   PipelineResult res = runPipeline(pipeline, job);
   CheckCase rewrite{"rewrite", CheckCase::Passed, {}, {}, pipelineText(pipeline),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()};
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), {}};
   if (!res.ok) {
     rewrite.status = CheckCase::Failed;
     for (Diagnostic d : res.problems) {
@@ -119,7 +121,7 @@ bool rewriteInPlace(CheckSuite& suite, Job& job, const std::string& passes) {
   suite.cases.push_back(rewrite);
   if (!res.ok) return false;
   HangReport hang = checkHangs(job);
-  CheckCase c{"hang-free after rewrite", hang.errors.empty() ? CheckCase::Passed : CheckCase::Failed, hang.errors, hang.warnings, "", 0};
+  CheckCase c{"hang-free after rewrite", hang.errors.empty() ? CheckCase::Passed : CheckCase::Failed, hang.errors, hang.warnings, "", 0, {}};
   suite.cases.push_back(c);
   return hang.errors.empty();
 }
@@ -131,14 +133,14 @@ int runCi(const Options& o) {
   CheckSuite suite = v.suite;
   bool loaded = v.job != nullptr;
   if (loaded && v.problems.empty() && o.passes && !rewriteInPlace(suite, *v.job, *o.passes)) {
-    suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the rewrite failed", 0});
+    suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the rewrite failed", 0, {}});
   } else if (loaded && v.problems.empty()) {
     JobFigures now = figuresOf(analyzeJob(*v.job, model));
     std::optional<JobFigures> base;
     if (!budgets.baseline.empty()) base = baselineFigures(budgets.baseline, model);
     addGates(suite, v, budgets, now, base ? &*base : nullptr);
   } else if (loaded) {
-    suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the job is not valid", 0});
+    suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the job is not valid", 0, {}});
   }
   writeOutput(o.output, renderChecks(o.format, {suite}));
   if (v.job) keepUntilExit(std::move(v.job));

@@ -54,7 +54,7 @@ JobValidation validateJobFile(const std::string& file, bool strict) {
     v.job = loadJob(file);
   } catch (const InputError& e) {
     v.problems.push_back(e.diagnostic());
-    v.suite.cases.push_back({"load", CheckCase::Failed, v.problems, {}, "", since(t)});
+    v.suite.cases.push_back({"load", CheckCase::Failed, v.problems, {}, "", since(t), {}});
     return v;
   }
   v.load_s = since(t);
@@ -62,7 +62,7 @@ JobValidation validateJobFile(const std::string& file, bool strict) {
   v.ranks = job.programs.size();
   for (const auto& p : job.programs)
     for (const auto& b : p->blocks) v.ops += b->ops.size();
-  v.suite.cases.push_back({"load", CheckCase::Passed, {}, {}, std::to_string(v.ranks) + " ranks, " + std::to_string(v.ops) + " ops", v.load_s});
+  v.suite.cases.push_back({"load", CheckCase::Passed, {}, {}, std::to_string(v.ranks) + " ranks, " + std::to_string(v.ops) + " ops", v.load_s, {}});
 
   t = Clock::now();
   std::vector<Diagnostic> verify = verifyJob(job);
@@ -71,7 +71,7 @@ JobValidation validateJobFile(const std::string& file, bool strict) {
   v.problems = verify;
   // The hang check pairs collectives across ranks: on a job the verifier rejects, its findings
   // would repeat the verifier's (a ring whose ranks issue different collectives).
-  CheckCase hang{"hang-free", CheckCase::Skipped, {}, {}, "skipped: the job fails verification", 0};
+  CheckCase hang{"hang-free", CheckCase::Skipped, {}, {}, "skipped: the job fails verification", 0, {}};
   if (verify.empty()) {
     t = Clock::now();
     v.hang = checkHangs(job);

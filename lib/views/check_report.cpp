@@ -83,6 +83,7 @@ std::string renderChecksJson(const std::vector<CheckSuite>& suites) {
     for (const CheckCase& c : s.cases) {
       Json j{{"name", c.name}, {"status", statusName(c.status)}};
       if (!c.detail.empty()) j["detail"] = c.detail;
+      for (const auto& [key, value] : c.figures) j[key] = value;
       for (const char* key : {"failures", "warnings"}) {
         const auto& list = std::string(key) == "failures" ? c.failures : c.warnings;
         if (list.empty()) continue;

@@ -8,6 +8,7 @@
 //  - github: GitHub Actions workflow commands, one "::error file=F,title=T::message" (or
 //    ::warning) per problem, which the Actions UI shows on the run and the file.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/error.h"
@@ -21,6 +22,8 @@ struct CheckCase {
   std::vector<Diagnostic> warnings;  // do not fail the case
   std::string detail;                // a passing case's one-line result ("1.2 GiB <= 2 GiB")
   double seconds = 0;
+  // Numbers behind a gate, for the json format: {"value", ...}, {"limit", ...}, {"baseline", ...}.
+  std::vector<std::pair<std::string, double>> figures;
 };
 
 struct CheckSuite {
