@@ -8,15 +8,6 @@
 
 namespace spopt {
 
-namespace {
-
-enum UseKind : uint8_t { kRead = 1, kWrite = 2, kShapeRead = 4 };
-struct Use {
-  const Var* var;
-  uint8_t kinds;
-};
-
-// The block indices an op runs as sub-blocks: attr sub_block (an int) or blocks (an int array).
 std::vector<int64_t> subBlocksOf(const Op& op) {
   std::vector<int64_t> out;
   if (const auto* raw = op.attrs.find("sub_block"))
@@ -25,6 +16,14 @@ std::vector<int64_t> subBlocksOf(const Op& op) {
     if (auto v = rawToIntArray(*raw)) out.insert(out.end(), v->begin(), v->end());
   return out;
 }
+
+namespace {
+
+enum UseKind : uint8_t { kRead = 1, kWrite = 2, kShapeRead = 4 };
+struct Use {
+  const Var* var;
+  uint8_t kinds;
+};
 
 class LivenessBuilder {
  public:

@@ -22,6 +22,9 @@
 
 namespace spopt {
 
+// The block indices an op runs as sub-blocks: attr sub_block (an int) or blocks (an int array).
+std::vector<int64_t> subBlocksOf(const Op& op);
+
 struct LivenessOptions {
   bool no_need_buffer = true;  // shape-only reads do not keep a buffer alive
 };

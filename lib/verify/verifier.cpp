@@ -9,6 +9,7 @@
 #include "ir/json_text.h"
 #include "ops/op_verify.h"
 #include "support/checked_size.h"
+#include "verify/cross_rank.h"
 #include "verify/sharding.h"
 
 namespace spopt {
@@ -45,6 +46,7 @@ class Verifier {
     if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
     checkPrograms();
+    checkMeshAgreement(job_, [&](std::string pointer, std::string message) { report(std::move(pointer), std::move(message)); });
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
     return std::move(problems_);
   }

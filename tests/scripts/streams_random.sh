@@ -31,6 +31,10 @@ for k in $(seq "$N"); do
   pass_streams=$(grep -o '"execution_stream": *"comm_ring_[0-9]*"' "$tmp/pass.json" | sort -u | wc -l)
   [ "$pass_streams" -ge 2 ] || { echo "FAIL ($args): the pass put $pass_streams rings on comm streams"; fail=1; }
   pass_rings=$((pass_rings + pass_streams))
+  # What replays to the end must be valid: the hang check has no false alarm on random streams and events.
+  for j in streamed pass; do
+    "$SP_OPT" validate "$tmp/$j.json" > /dev/null 2> "$tmp/err" || { echo "FAIL ($args; $stats): validate $j: $(head -2 "$tmp/err")"; fail=1; }
+  done
   for run in "check $tmp/job.json $tmp/streamed.json" "check $tmp/job.json $tmp/pass.json"; do
     # shellcheck disable=SC2086
     out=$(timeout 60 "$SP_OPT" $run --rtol 0 --atol 0 --timeout 20 2>&1); rc=$?
@@ -51,9 +55,12 @@ for spec in "default default" "comm comm"; do
   # Whichever rank's timeout fires first is reported.
   want="c_allreduce_sum \(rank [01], block 0, op 0\)$([ "${spec%% *}" = comm ] && echo " on stream 'comm'"): timed out after 1.000 s waiting on ring [01]"
   [ $rc = 2 ] && echo "$out" | grep -qE "$want" || { echo "FAIL: crossed rings on streams '$spec': exit $rc: $out"; fail=1; }
+  # ... and validate finds it before the run.
+  "$SP_OPT" validate "$tmp/crossed.json" 2>&1 | grep -q ": hang: 4 ops on 2 rank(s) form a cycle of waits" || { echo "FAIL: validate misses crossed rings on '$spec'"; fail=1; }
 done
 python3 "$SRC/tests/scripts/crossed_rings.py" "$tmp/crossed.json" comm0 comm1
 timeout 30 "$SP_OPT" replay "$tmp/crossed.json" --timeout 5 > /dev/null 2>&1 || { echo "FAIL: crossed rings on a stream each"; fail=1; }
+"$SP_OPT" validate "$tmp/crossed.json" > /dev/null 2>&1 || { echo "FAIL: validate: crossed rings on a stream each"; fail=1; }
 # A kernel failing on a comm stream stops its rank's other streams and the other ranks at once.
 python3 - "$SRC/testdata/jobs/bad_rank1_kernel_fails.json" "$tmp/fails.json" <<'PY'
 import json, sys

@@ -1,0 +1,214 @@
+#include "analysis/happens_before.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analysis/collectives.h"
+#include "analysis/liveness.h"
+#include "ir/json_pointer.h"
+#include "ir/op_role.h"
+
+namespace spopt {
+
+const char* hbEdgeName(HbEdge e) {
+  switch (e) {
+    case HbEdge::Stream: return "stream order";
+    case HbEdge::Data: return "data";
+    case HbEdge::Reuse: return "buffer reuse";
+    case HbEdge::Event: return "event";
+    case HbEdge::Ring: return "ring issue order";
+  }
+  return "?";
+}
+
+namespace {
+
+// One program's ops in the order they run: the entry block, each owning op followed by its
+// sub-blocks (recursively); then the blocks no op owns, in blocks order.
+class ExecutionOrder {
+ public:
+  explicit ExecutionOrder(const Program& p) : p_(p), visited_(p.blocks.size(), 0) {
+    const Block* entry = nullptr;
+    for (const auto& b : p.blocks)
+      if (b->parent_idx < 0) {
+        entry = b.get();
+        break;
+      }
+    if (!entry && !p.blocks.empty()) entry = p.blocks.front().get();
+    if (entry) visit(*entry);
+    for (const auto& b : p.blocks)
+      if (!visited_[b->position]) visit(*b);
+  }
+  struct Item {
+    const Op* op;
+    uint32_t position;
+  };
+  std::vector<Item> ops;
+
+ private:
+  void visit(const Block& b) {
+    visited_[b.position] = 1;  // before the ops: a cycle of sub_block attrs cannot loop
+    uint32_t position = 0;
+    for (const Op& op : b.ops) {
+      ops.push_back({&op, position++});
+      if (p_.blocks.size() < 2) continue;  // no sub-blocks: skip reading every op's attrs
+      for (int64_t idx : subBlocksOf(op))
+        if (const Block* sub = p_.block(idx); sub && !visited_[sub->position]) visit(*sub);
+    }
+  }
+  const Program& p_;
+  std::vector<char> visited_;
+};
+
+template <typename F>
+void forEachVar(const std::vector<Slot>& slots, F f) {
+  for (const Slot& s : slots)
+    for (const Arg& a : s.args)
+      if (a.var) f(*a.var);
+}
+
+// The verifier's rule for collectives paired across ranks: same kind, reduction, dtype and element
+// count, an unknown count (-1) pairing with an unknown one (replay refuses those; validate does not).
+bool pairable(const Op& a, const Op& b) {
+  CollectiveSig x = signatureOf(a), y = signatureOf(b);
+  return x.kind == y.kind && x.reduce == y.reduce && x.dtype == y.dtype && x.numel == y.numel;
+}
+
+}  // namespace
+
+HappensBefore::HappensBefore(const Job& job) : job_(job) {
+  std::map<std::pair<int64_t, size_t>, uint32_t> instance_of;  // (ring, k) -> instance
+  for (size_t ri = 0; ri < job.programs.size(); ++ri) {
+    const Program& p = *job.programs[ri];
+    uint32_t first = uint32_t(nodes_.size());
+    buildProgram(p, uint32_t(ri));
+    for (uint32_t id = first; id < nodes_.size(); ++id) {
+      HbNode& n = nodes_[id];
+      auto c = asCollective(*n.op);
+      if (!c || !communicates(*c)) continue;
+      auto [it, made] = instance_of.try_emplace({c->ring_id, n.ring_k}, uint32_t(instances_.size()));
+      if (made) instances_.push_back({c->ring_id, n.ring_k, {}, false});
+      CollectiveInstance& inst = instances_[it->second];
+      if (!inst.members.empty() && !pairable(*nodes_[inst.members.front()].op, *n.op)) inst.mismatched = true;
+      inst.members.push_back(id);
+      n.collective = it->second;
+    }
+  }
+  // A member present in the file that issues fewer collectives on the ring never arrives.
+  for (uint32_t k = 0; k < instances_.size(); ++k) {
+    const CollectiveInstance& inst = instances_[k];
+    size_t present = 0;
+    if (const ProcessGroup* g = job.group(inst.ring_id))
+      for (int64_t r : g->ranks) present += job.program(r) ? 1 : 0;
+    if (inst.members.size() < present) unmatched_.push_back({k, present});
+  }
+  buildCsr();
+}
+
+void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
+  HbRank rank{p.rank, {"default"}};
+  std::unordered_map<std::string, uint32_t> stream_index{{"default", 0}};
+  ExecutionOrder order(p);
+  std::vector<uint32_t> stream_of;
+  stream_of.reserve(order.ops.size());
+  for (const auto& item : order.ops) {
+    auto [it, fresh] = stream_index.try_emplace(item.op->executionStream(), uint32_t(rank.streams.size()));
+    if (fresh) rank.streams.push_back(it->first);
+    stream_of.push_back(it->second);
+  }
+  const size_t streams = rank.streams.size();
+  std::vector<uint32_t> stream_tail(streams, kNoNode);
+  const size_t vars = size_t(p.next_var_id) + 1;
+  std::vector<uint32_t> last_writer(vars, kNoNode);
+  // The latest reader of each var on each stream since its last write. On one stream, stream
+  // order already covers them: not kept.
+  std::vector<uint32_t> last_reader(streams > 1 ? vars * streams : 0, kNoNode);
+  std::unordered_map<std::string, uint32_t> recorder;
+  std::unordered_map<int64_t, uint32_t> last_on_ring;
+  std::unordered_map<int64_t, size_t> issued_on_ring;
+  std::vector<std::pair<uint32_t, std::string>> waits_unrecorded;  // (node, event)
+  std::unordered_map<std::string, uint32_t> first_recorder_after;  // event -> first later recorder
+
+  for (size_t i = 0; i < order.ops.size(); ++i) {
+    const Op& op = *order.ops[i].op;
+    uint32_t id = uint32_t(nodes_.size());
+    HbNode n;
+    n.op = &op;
+    n.rank_index = rank_index;
+    n.position = order.ops[i].position;
+    n.stream = stream_of[i];
+    addEdge(stream_tail[n.stream], id, HbEdge::Stream);
+    stream_tail[n.stream] = id;
+    forEachVar(op.inputs, [&](const Var& v) {
+      if (v.id < vars) addEdge(last_writer[v.id], id, HbEdge::Data);
+    });
+    forEachVar(op.outputs, [&](const Var& v) {
+      if (v.id >= vars) return;
+      addEdge(last_writer[v.id], id, HbEdge::Reuse);
+      if (!last_reader.empty())
+        for (size_t t = 0; t < streams; ++t) addEdge(last_reader[v.id * streams + t], id, HbEdge::Reuse);
+    });
+    for (const std::string& e : eventsToWait(op)) {
+      if (auto r = recorder.find(e); r != recorder.end()) addEdge(r->second, id, HbEdge::Event);
+      else waits_unrecorded.emplace_back(id, e);
+    }
+    if (auto c = asCollective(op); c && communicates(*c)) {
+      auto [last, first_on_ring] = last_on_ring.try_emplace(c->ring_id, id);
+      if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
+      n.ring_k = issued_on_ring[c->ring_id]++;
+    }
+    if (std::string e = eventToRecord(op); !e.empty()) {
+      recorder[e] = id;
+      first_recorder_after.try_emplace(e, id);
+    }
+    if (!last_reader.empty()) {
+      forEachVar(op.inputs, [&](const Var& v) {
+        if (v.id < vars) last_reader[v.id * streams + n.stream] = id;
+      });
+      forEachVar(op.outputs, [&](const Var& v) {
+        if (v.id < vars) std::fill_n(last_reader.begin() + ptrdiff_t(v.id * streams), streams, kNoNode);
+      });
+    }
+    forEachVar(op.outputs, [&](const Var& v) {
+      if (v.id < vars) last_writer[v.id] = id;
+    });
+    nodes_.push_back(n);
+  }
+  // A wait on an event not yet recorded: recorded later (the first recorder after it), or never.
+  for (auto& [node, event] : waits_unrecorded) {
+    auto r = first_recorder_after.find(event);
+    uint32_t later = r != first_recorder_after.end() && r->second > node ? r->second : kNoNode;
+    lost_.push_back({node, std::move(event), later});
+  }
+  ranks_.push_back(std::move(rank));
+}
+
+void HappensBefore::buildCsr() {
+  offsets_.assign(nodes_.size() + 1, 0);
+  in_degree_.assign(nodes_.size(), 0);
+  for (const RawEdge& e : edges_) {
+    ++offsets_[e.from + 1];
+    ++in_degree_[e.to];
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) offsets_[i + 1] += offsets_[i];
+  succ_.resize(edges_.size());
+  succ_kind_.resize(edges_.size());
+  std::vector<uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
+  for (const RawEdge& e : edges_) {
+    succ_[fill[e.from]] = e.to;
+    succ_kind_[fill[e.from]++] = e.kind;
+  }
+  edges_.clear();
+  edges_.shrink_to_fit();
+}
+
+std::string HappensBefore::describe(uint32_t node) const {
+  const HbNode& n = nodes_[node];
+  const HbRank& r = ranks_[n.rank_index];
+  std::string s = "rank " + std::to_string(r.rank) + " stream '" + r.streams[n.stream] + "' " + std::string(n.op->type);
+  if (n.collective != kNoNode) s += " ring " + std::to_string(instances_[n.collective].ring_id) + " #" + std::to_string(n.ring_k);
+  return s + " (" + opPointerAt(*n.op, n.position) + ")";
+}
+
+}  // namespace spopt
