@@ -88,8 +88,7 @@ class SplitMatmulGrad final : public Pass {
             todo.emplace_back(&op, 0);
             continue;
           }
-          ExplainRecord r{p->rank, blk->idx, blk->indexOf(&op), "matmul_v2_grad", false, "unsplittable", ctx.explaining() ? why : ""};
-          ctx.refuse(std::move(r));
+          ctx.refuse(explainRecord(op, blk->indexOf(&op), {"unsplittable", ctx.explaining() ? why : ""}));
         }
         for (auto& [op, unused] : todo) {
           splitMatmulGrad(job, *op);
