@@ -252,3 +252,21 @@ TEST_CASE("declared statistics: published under their one name, only when measur
   };
   CHECK_THROWS_AS(ctx.publish(Other{}), std::logic_error);
 }
+
+TEST_CASE("driver: the order check finds a ring reordered on one member", "[passes][driver]") {
+  auto job = readTextJob(
+      "sp-opt.program text 1\nworld_size 2\ngroup ring_id=0 ranks=[0,1]\n"
+      "rank 0 {\n  block 0 parent=-1 {\n    var a : float32[4]\n    var b : float32[8]\n    var c : float32[4]\n    var d : float32[8]\n"
+      "    {Out=[c]} = c_allreduce_sum(X=[a]) {ring_id=0}\n    {Out=[d]} = c_allreduce_sum(X=[b]) {ring_id=0}\n  }\n}\n"
+      "rank 1 {\n  block 0 parent=-1 {\n    var a : float32[4]\n    var b : float32[8]\n    var c : float32[4]\n    var d : float32[8]\n"
+      "    {Out=[c]} = c_allreduce_sum(X=[a]) {ring_id=0}\n    {Out=[d]} = c_allreduce_sum(X=[b]) {ring_id=0}\n  }\n}\n",
+      "test.sptxt");
+  RingOrder before(*job);
+  CHECK(checkRingOrders(*job, before).empty());
+  Block& b1 = *job->program(1)->blocks.front();
+  b1.moveOp(&*std::next(b1.ops.begin()), b1.ops.begin());  // rank 1 now issues the float32[8] first
+  Refusal r = checkRingOrders(*job, before);
+  CHECK(r.code == "ring-order");
+  CHECK(r.reason.find("ring 0: ") == 0);
+  CHECK(r.reason.find("collective #0") != std::string::npos);
+}
