@@ -194,21 +194,19 @@ class OverlapCollectives final : public Pass {
   }
 
   static Stats simulated(const StepTimeline& before, const StepTimeline& after) {
-    auto phase = [&](const StepTimeline& t, bool exposed) {
+    auto ns = [](double s) { return int64_t(std::llround(s * 1e9)); };
+    auto backward = [&](const StepTimeline& t, double PhaseTimes::*time) {  // the worst rank's
       double worst = 0;
-      for (const RankTimeline& r : t.ranks) {
-        const PhaseTimes& ph = r.phases[size_t(Phase::Backward)];
-        worst = std::max(worst, exposed ? ph.exposed_s : ph.comm_s);
-      }
-      return int64_t(std::llround(worst * 1e9));
+      for (const RankTimeline& r : t.ranks) worst = std::max(worst, r.phases[size_t(Phase::Backward)].*time);
+      return ns(worst);
     };
     Stats s;
-    s.comm_before = phase(before, false);
-    s.comm_after = phase(after, false);
-    s.exposed_before = phase(before, true);
-    s.exposed_after = phase(after, true);
-    s.step_before = int64_t(std::llround(before.step_s * 1e9));
-    s.step_after = int64_t(std::llround(after.step_s * 1e9));
+    s.comm_before = backward(before, &PhaseTimes::comm_s);
+    s.comm_after = backward(after, &PhaseTimes::comm_s);
+    s.exposed_before = backward(before, &PhaseTimes::exposed_s);
+    s.exposed_after = backward(after, &PhaseTimes::exposed_s);
+    s.step_before = ns(before.step_s);
+    s.step_after = ns(after.step_s);
     return s;
   }
 };

@@ -151,8 +151,9 @@ class PassContext {
   void refuse(ExplainRecord r);
   void note(ExplainRecord r);  // a caveat on a rewritten candidate
 
-  // Copies every measured statistic of `s` into stats.figures under its declared name. Publishing
-  // a struct the declarations do not bind is a programming error (std::logic_error).
+  // Copies every measured statistic of `s` into stats.figures under its declared name (nothing
+  // when the context was made without declarations). Publishing a struct the declarations do not
+  // bind is a programming error (std::logic_error).
   template <class Stats>
   void publish(const Stats& s) {
     if (!statistics_) return;

@@ -1,7 +1,8 @@
 #pragma once
 // Passes by name. Each pass file defines a PassInfo (name, one-line description, option specs,
-// statistic specs, factory); registry.cpp lists the built-in ones in one place. Explicit registration rather than
-// static initialisers, because the linker drops unreferenced objects from the static library.
+// statistic specs, factory); registry.cpp lists the built-in ones in one place. Explicit
+// registration rather than static initialisers, because the linker drops unreferenced objects from
+// the static library.
 #include <functional>
 #include <memory>
 #include <string>
