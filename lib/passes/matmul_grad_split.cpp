@@ -88,7 +88,8 @@ class SplitMatmulGrad final : public Pass {
             todo.emplace_back(&op, 0);
             continue;
           }
-          ctx.refuse(explainRecord(op, blk->indexOf(&op), {"unsplittable", ctx.explaining() ? why : ""}));
+          ExplainRecord r{p->rank, blk->idx, blk->indexOf(&op), "matmul_v2_grad", false, "unsplittable", ctx.explaining() ? why : ""};
+          ctx.refuse(std::move(r));
         }
         for (auto& [op, unused] : todo) {
           splitMatmulGrad(job, *op);
