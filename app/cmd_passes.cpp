@@ -1,4 +1,5 @@
-// sp-opt passes: the registered passes, their descriptions and options, and the default pipeline.
+// sp-opt passes: the registered passes, their descriptions, options and statistics (each from its one
+// declaration), and the default pipeline.
 #include <iostream>
 #include <memory>
 
@@ -20,11 +21,13 @@ int runPasses(bool all) {
       std::cout << "  " << o.name << "=<" << optionKindName(o.kind) << "> (default " << o.default_text << ")"
                 << (o.hidden ? " [hidden]" : "") << "\n      " << o.help << "\n";
     }
+    for (const StatisticSpec& st : p->statistics)
+      std::cout << "  statistic " << st.name << " <" << st.type << ", " << statUnitName(st.unit) << ">\n      " << st.help << "\n";
   }
   return 0;
 }
 
-const Registrar reg{{"passes", "List the rewrite passes, their options and the default pipeline", "sp-opt passes",
+const Registrar reg{{"passes", "List the rewrite passes, their options, statistics and the default pipeline", "sp-opt passes",
                      [](CLI::App& sub) {
                        auto all = std::make_shared<bool>(false);
                        sub.add_flag("--all", *all, "Also list hidden (testing) options");

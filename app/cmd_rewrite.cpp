@@ -52,6 +52,14 @@ std::string explainLine(const std::string& pass, const ExplainRecord& r) {
          "]: " + r.reason;
 }
 
+// " bytes" / " ns" after a figure, from the pass's declaration of the statistic ("" for counts).
+std::string unitSuffix(const std::string& pass, const std::string& statistic) {
+  const PassInfo* info = PassRegistry::builtin().find(pass);
+  for (const StatisticSpec& s : info ? info->statistics : std::vector<StatisticSpec>{})
+    if (s.name == statistic && s.unit != StatUnit::Count) return std::string(" ") + statUnitName(s.unit);
+  return "";
+}
+
 void printStats(const PipelineResult& res, double load_ms) {
   std::cerr << "pass statistics (load+verify " << ms(load_ms) << "):\n";
   for (const PassRun& r : res.runs) {
@@ -59,7 +67,7 @@ void printStats(const PipelineResult& res, double load_ms) {
               << " candidates, " << r.stats.rewritten << " rewritten, " << r.stats.refusedTotal() << " refused\n";
     for (const auto& [code, n] : r.stats.refused) std::cerr << "    refused " << code << ": " << n << "\n";
     for (const auto& [code, n] : r.stats.notes) std::cerr << "    note " << code << ": " << n << "\n";
-    for (const auto& [key, v] : r.stats.figures) std::cerr << "    figure " << key << ": " << v << "\n";
+    for (const auto& [key, v] : r.stats.figures) std::cerr << "    figure " << key << ": " << v << unitSuffix(r.name, key) << "\n";
   }
 }
 

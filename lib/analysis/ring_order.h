@@ -36,7 +36,7 @@ struct CollectiveSig {
 CollectiveSig signatureOf(const Op& op);
 // "all-reduce float32[4096]", for messages.
 std::string describeSig(const CollectiveSig& s);
-// "ring 0 [0,1]": the ring and its member ranks, as the fuse pass's messages write it.
+// "ring 0 [0,1]": the ring and its member ranks, as the passes' messages write it.
 std::string ringText(const ProcessGroup& g);
 
 struct RingIssuer {
@@ -69,8 +69,8 @@ struct Agreement {
 // Asks `refuses` for each present member's op at position k, in group order, and stops at the
 // first refusal. A member that issues no collective #k refuses with "it issues no collective #k"
 // (`refuses` is not called). `refuses` returns the reason, or nullopt when the member can change.
-// Absent members (Ring::absent) cannot be asked: callers note them (the fuse pass's
-// "peers-absent"). This is fuse-allreduce-split's decidePosition rule.
+// Absent members (Ring::absent) cannot be asked: callers note them ("peers-absent"). This is the
+// rule every pass that changes collectives decides by.
 using MemberCheck = std::function<std::optional<std::string>(const RingIssuer& member, const Op& op_at_k)>;
 Agreement agreeAt(const Ring& ring, size_t k, const MemberCheck& refuses);
 

@@ -11,12 +11,6 @@
 
 namespace spopt {
 
-std::string groupText(const ProcessGroup& g) {
-  std::string s = "ring " + std::to_string(g.ring_id) + " [";
-  for (size_t i = 0; i < g.ranks.size(); ++i) s += (i ? "," : "") + std::to_string(g.ranks[i]);
-  return s + "]";
-}
-
 namespace {
 
 std::string reduceName(ReduceOp r) {

@@ -8,21 +8,19 @@
 //
 // matchAllReduceSplit looks at one all-reduce on one rank and returns either the match (what the
 // rewrite needs) or a refusal {code, reason}. It checks this rank only; whether every member rank
-// of the ring agrees is the pass's business (analysis/ring_order). Linear: O(uses) per candidate.
+// of the ring agrees is the driver's business (collective_rewrite_driver.h). Linear: O(uses) per
+// candidate.
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/collectives.h"
+#include "analysis/ring_order.h"
 #include "ir/ir.h"
+#include "passes/refusal.h"
 
 namespace spopt {
-
-struct Refusal {
-  std::string code;    // short stable key (the explain code)
-  std::string reason;  // plain words
-};
 
 struct AllReduceSplitMatch {
   Op* allreduce = nullptr;
@@ -60,7 +58,7 @@ struct AllReduceSplitEnv {
 
 AllReduceSplitResult matchAllReduceSplit(Op& allreduce, const Collective& coll, const AllReduceSplitEnv& env);
 
-// "ring 0 [0,1,2,3]"
-std::string groupText(const ProcessGroup& g);
+// "ring 0 [0,1,2,3]": the matcher's name for analysis/ring_order.h's ringText.
+inline std::string groupText(const ProcessGroup& g) { return ringText(g); }
 
 }  // namespace spopt

@@ -18,8 +18,9 @@
 // Its dist_attr takes process_mesh and chunk_id from the all-reduce input's var, as the seed
 // does, and runs on the default stream.
 //
-// The pass is the loop, the agreement and the rewrite; the pattern is allreduce_split_match.h,
-// the cross-rank alignment analysis/ring_order.h, the new op ir/op_builder.h.
+// The pass is its options and the rewrite; the pattern is allreduce_split_match.h, the candidate
+// table and the every-member-or-none decision collective_rewrite_driver.h, the new op
+// ir/op_builder.h.
 // Linear: one walk over every op, O(1) work per use of each var touched; positions are the
 // blocks' cached ones, read before anything changes (they are also what messages report).
 #include <unordered_set>
@@ -29,19 +30,10 @@
 #include "ir/op_role.h"
 #include "passes/allreduce_split_match.h"
 #include "passes/builtin_passes.h"
+#include "passes/collective_rewrite_driver.h"
 
 namespace spopt {
 namespace {
-
-struct Candidate {
-  Op* allreduce = nullptr;
-  Collective coll{};
-  AllReduceSplitResult result;  // this rank's own checks
-  bool ok() const { return result.match.has_value(); }
-  bool fuse = false;            // the decision, after cross-rank agreement
-  std::string code, reason;     // why not fused (this rank's refusal, or its peers')
-  std::string note_code, note;  // a caveat on a fused one
-};
 
 class FuseAllreduceSplit final : public Pass {
  public:
@@ -53,34 +45,48 @@ class FuseAllreduceSplit final : public Pass {
   explicit FuseAllreduceSplit(Options o) : opts_(o) {}
 
   bool run(Job& job, PassContext& ctx) override {
-    job_ = &job;
-    collectCandidates();
+    CollectiveRewriteDriver<AllReduceSplitMatch> table(job, {"fuse", "fused", "fusion", "an all-reduce"});
+    std::vector<std::unordered_set<std::string_view>> fetched(job.programs.size());
+    std::vector<std::unordered_set<std::string>> awaited(job.programs.size());  // events_to_wait
+    std::vector<Op*> allreduces;  // in program/block/op order
+    for (auto& p : job.programs) {
+      for (auto& b : p->blocks)
+        for (Op& op : b->ops) {
+          if (op.hasDistAttr())
+            for (std::string& e : eventsToWait(op)) awaited[p->position].insert(std::move(e));
+          auto coll = asCollective(op);
+          if (coll && coll->kind == CollectiveKind::AllReduce) allreduces.push_back(&op);
+        }
+      fetched[p->position].insert(p->fetch.begin(), p->fetch.end());
+    }
     AllReduceSplitEnv env;
     env.job = &job;
     env.position = [](const Op* op) { return uint32_t(op->block->indexOf(op)); };
-    env.fetched = [this](const Var* v) { return fetched_[v->block->program->position].count(v->name) > 0; };
-    env.awaited = [this](const Program& p, std::string_view e) { return awaited_[p.position].count(std::string(e)) > 0; };
+    env.fetched = [&](const Var* v) { return fetched[v->block->program->position].count(v->name) > 0; };
+    env.awaited = [&](const Program& p, std::string_view e) { return awaited[p.position].count(std::string(e)) > 0; };
     env.reshard_only = opts_.reshard_only;
-    for (Candidate& c : cands_) {
-      c.result = matchAllReduceSplit(*c.allreduce, c.coll, env);
-      c.code = c.result.refusal.code;
-      c.reason = c.result.refusal.reason;
+    // Every all-reduce is entered: one that is no candidate still tells its peers why.
+    for (Op* op : allreduces) {
+      Collective coll = *asCollective(*op);
+      AllReduceSplitResult r = matchAllReduceSplit(*op, coll, env);
+      table.add(*op, coll, r.candidate, std::move(r.match), std::move(r.refusal));
     }
-    decide(RingOrder(job));
+    int64_t fused_positions = 0;  // max-fusions counts in group (file) order, then issue order
+    DecideOptions decide;
+    decide.skip_agreement = opts_.unsafe_skip_agreement;
+    decide.skip_agreement_option = "unsafe-skip-agreement=true";
+    decide.check = [&](const AgreedPosition&) -> Refusal {
+      if (opts_.max_fusions >= 0 && fused_positions >= opts_.max_fusions)
+        return {std::string(refusal_code::kLimit), "max-fusions=" + std::to_string(opts_.max_fusions) + " collectives already fused"};
+      ++fused_positions;
+      return {};
+    };
+    table.decide(RingOrder(job), decide);
+    table.report(ctx);
     bool changed = false;
-    for (Candidate& c : cands_) {
-      if (!c.result.candidate) continue;
-      ctx.countCandidate();
-      if (!c.fuse) {
-        ctx.refuse(record(c, c.code, c.reason));
-        continue;
-      }
-      ctx.countRewritten();
-      if (!c.note_code.empty()) ctx.note(record(c, c.note_code, c.note));
-    }
-    for (Candidate& c : cands_)
-      if (c.fuse) {
-        rewrite(*c.result.match);
+    for (size_t i = 0; i < table.size(); ++i)
+      if (table.state(i).change) {
+        rewrite(table.match(i));
         changed = true;
       }
     return changed;
@@ -88,95 +94,6 @@ class FuseAllreduceSplit final : public Pass {
 
  private:
   Options opts_;
-  Job* job_ = nullptr;
-  std::vector<Candidate> cands_;               // every all-reduce, in program/block/op order
-  std::vector<std::vector<int32_t>> cand_of_;  // [program position][op id] -> index in cands_, or -1
-  std::vector<std::unordered_set<std::string_view>> fetched_;  // [program position]
-  std::vector<std::unordered_set<std::string>> awaited_;       // [program position]: events_to_wait
-
-  void collectCandidates() {
-    size_t np = job_->programs.size();
-    cand_of_.assign(np, {});
-    fetched_.assign(np, {});
-    awaited_.assign(np, {});
-    for (auto& p : job_->programs) {
-      cand_of_[p->position].assign(p->next_op_id, -1);
-      for (auto& b : p->blocks)
-        for (Op& op : b->ops) {
-          if (op.hasDistAttr())
-            for (std::string& e : eventsToWait(op)) awaited_[p->position].insert(std::move(e));
-          auto coll = asCollective(op);
-          if (!coll || coll->kind != CollectiveKind::AllReduce) continue;
-          cand_of_[p->position][op.id] = int32_t(cands_.size());
-          cands_.push_back({&op, *coll, {}, false, {}, {}, {}, {}});
-        }
-      fetched_[p->position].insert(p->fetch.begin(), p->fetch.end());
-    }
-  }
-  Candidate* candidateAt(const Op& op) {
-    int32_t i = cand_of_[op.block->program->position][op.id];
-    return i < 0 ? nullptr : &cands_[size_t(i)];
-  }
-
-  ExplainRecord record(const Candidate& c, const std::string& code, const std::string& reason) const {
-    ExplainRecord r;
-    r.rank = c.allreduce->block->program->rank;
-    r.block_idx = c.allreduce->block->idx;
-    r.op_index = c.allreduce->block->indexOf(c.allreduce);
-    r.op_type = std::string(c.allreduce->type);
-    r.code = code;
-    r.reason = reason;
-    return r;
-  }
-
-  // --- cross-rank agreement: a position is fused on every member of its ring or on none ---
-
-  void decide(const RingOrder& order) {
-    int64_t fused_positions = 0;  // max-fusions counts in group (file) order, then issue order
-    for (const ProcessGroup& g : job_->groups) {
-      const Ring* ring = order.ring(g.ring_id);
-      if (!ring) continue;
-      for (size_t k = 0; k < ring->length(); ++k) decidePosition(g, *ring, k, fused_positions);
-    }
-  }
-
-  void decidePosition(const ProcessGroup& g, const Ring& ring, size_t k, int64_t& fused_positions) {
-    Agreement a = agreeAt(ring, k, [&](const RingIssuer&, const Op& op) -> std::optional<std::string> {
-      const Candidate* c = candidateAt(op);
-      if (!c) return "its collective #" + std::to_string(k) + " is " + std::string(op.type) + ", not an all-reduce";
-      if (!c->ok()) return c->reason;
-      return std::nullopt;
-    });
-    bool within_limit = opts_.max_fusions < 0 || fused_positions < opts_.max_fusions;
-    if (a.agree && within_limit) ++fused_positions;
-    for (const RingIssuer& m : ring.members) {
-      Candidate* c = k < m.ops.size() ? candidateAt(*m.ops[k]) : nullptr;
-      if (!c || !c->ok()) continue;  // keeps its own reason
-      if (!a.agree && !opts_.unsafe_skip_agreement) {
-        c->code = "peer-refused";
-        c->reason = "rank " + std::to_string(a.blocker_rank) + " cannot fuse collective #" + std::to_string(k) + " of " +
-                    groupText(g) + " (" + a.why + "), so no rank of ring " + std::to_string(g.ring_id) + " does";
-        continue;
-      }
-      if (a.agree && !within_limit) {
-        c->code = "limit";
-        c->reason = "max-fusions=" + std::to_string(opts_.max_fusions) + " collectives already fused";
-        continue;
-      }
-      c->fuse = true;
-      if (!ring.absent.empty()) {
-        std::string list;
-        for (size_t i = 0; i < ring.absent.size(); ++i) list += (i ? ", " : "") + std::to_string(ring.absent[i]);
-        c->note_code = "peers-absent";
-        c->note = "cross-rank agreement could not be checked: rank" + std::string(ring.absent.size() > 1 ? "s " : " ") + list +
-                  " of " + groupText(g) + (ring.absent.size() > 1 ? " are" : " is") + " not in this file";
-      } else if (!a.agree) {
-        c->note_code = "agreement-skipped";
-        c->note = "fused although rank " + std::to_string(a.blocker_rank) + " cannot fuse collective #" + std::to_string(k) +
-                  " of " + groupText(g) + " (" + a.why + ") (unsafe-skip-agreement=true)";
-      }
-    }
-  }
 
   // --- the rewrite: a reduce-scatter at the all-reduce's place, in its dialect ---
 

@@ -10,12 +10,12 @@
 //     with a window four times smaller (down to the original order);
 //  4. put each ring's collectives on stream comm_ring_<id> (overlap_streams.cpp).
 // Then the whole job is checked: each ring's collective order must be identical on every member
-// rank (RingOrder::checkOrder; by construction it is, as each ring's chain is kept) and the ranks
-// must still be able to reach every collective across rings (simulateStep finds cycles); otherwise
-// every program goes back to its original order and --explain says why.
+// rank (checkRingOrders, collective_rewrite_driver.h; by construction it is, as each ring's chain
+// is kept) and the ranks must still be able to reach every collective across rings (simulateStep
+// finds cycles); otherwise every program goes back to its original order and --explain says why
+// (overlap_explain.cpp words what is left exposed).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -24,24 +24,13 @@
 #include "analysis/simulate.h"
 #include "ir/op_role.h"
 #include "passes/builtin_passes.h"
+#include "passes/collective_rewrite_driver.h"
 #include "passes/matmul_grad_split.h"
 #include "passes/overlap_support.h"
 #include "support/error.h"
 
 namespace spopt {
 namespace {
-
-std::string us(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f us", s * 1e6);
-  return b;
-}
-
-std::string fraction(double f) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", f);
-  return b;
-}
 
 class OverlapCollectives final : public Pass {
  public:
@@ -52,6 +41,11 @@ class OverlapCollectives final : public Pass {
     std::string preset = "h100-nvlink";
     int64_t window = 512;
     bool split_grads = true;
+  };
+  // Simulated nanoseconds are analyze's simulateStep under the preset, the worst rank's; peaks are
+  // the worst scheduled rank's (analysis/memory.h).
+  struct Stats {
+    Statistic peak_before, peak_after, comm_before, comm_after, exposed_before, exposed_after, step_before, step_after;
   };
   explicit OverlapCollectives(Options o) : opts_(std::move(o)) {}
 
@@ -135,23 +129,21 @@ class OverlapCollectives final : public Pass {
       input_pos.emplace_back(p.get(), std::move(pos));
     }
 
-    std::string revert_code, revert_why = orderProblem(job, ring_before);
-    if (!revert_why.empty()) revert_code = "ring-order";
+    Refusal revert = checkRingOrders(job, ring_before);
     std::vector<std::vector<Op*>> regions_all;
     for (auto& pl : placed)
       for (auto& x : pl) regions_all.push_back(x.now);
     // Streams first: the simulation after the pass must see the comm streams.
     auto [moved, events] = assignCommStreams(job, regions_all);
     StepTimeline sim_after;
-    if (revert_why.empty()) {
+    if (revert.empty()) {
       try {
         sim_after = simulateStep(job, *model);
       } catch (const InputError& e) {
-        revert_code = "cross-ring-order";
-        revert_why = std::string("the new orders would deadlock across rings: ") + e.what();
+        revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
     }
-    if (!revert_why.empty()) {
+    if (!revert.empty()) {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
       sim_after = simulate(job, *model);
@@ -160,12 +152,13 @@ class OverlapCollectives final : public Pass {
       for (auto& x : pl) changed = changed || x.now != x.original;
     changed = changed || moved > 0 || events > 0;
     if (events) ctx.stats.notes["inplace-event"] += events;
-    report(ctx, outcomes, input_pos, revert_code, revert_why);
-    figures(ctx, sim_before, sim_after);
-    if (!outcomes.empty()) {  // the worst rank's peak (analysis/memory.h), of the programs scheduled
-      ctx.stats.figures["peak_bytes_before"] = *std::max_element(peak_before_.begin(), peak_before_.end());
-      ctx.stats.figures["peak_bytes_after"] = *std::max_element(peak_after_.begin(), peak_after_.end());
+    report(ctx, outcomes, input_pos, revert);
+    Stats stats = simulated(sim_before, sim_after);
+    if (!outcomes.empty()) {  // the worst rank's peak, of the programs scheduled
+      stats.peak_before = *std::max_element(peak_before_.begin(), peak_before_.end());
+      stats.peak_after = *std::max_element(peak_after_.begin(), peak_after_.end());
     }
+    ctx.publish(stats);
     return changed;
   }
 
@@ -181,82 +174,40 @@ class OverlapCollectives final : public Pass {
     }
   }
 
-  // "" when every ring's collective order is identical on its members, else why not.
-  static std::string orderProblem(const Job& job, const RingOrder& before) {
-    RingOrder after(job);
-    for (const Ring& r : after.rings()) {
-      std::map<int64_t, std::vector<const Op*>> per_rank;
-      for (const RingIssuer& m : r.members) per_rank[m.program->rank] = m.ops;
-      Divergence d = before.checkOrder(r.ring_id, per_rank);
-      if (!d.ok) return "ring " + std::to_string(r.ring_id) + ": " + d.what;
-    }
-    return "";
-  }
-
   void report(PassContext& ctx, const std::vector<CollectiveOutcome>& outcomes,
-              const std::vector<std::pair<const Program*, std::vector<uint32_t>>>& input_pos, const std::string& revert_code,
-              const std::string& revert_why) const {
+              const std::vector<std::pair<const Program*, std::vector<uint32_t>>>& input_pos, const Refusal& revert) const {
+    const ExposureLimits limits{opts_.max_in_flight, opts_.memory_cap, opts_.window};
     size_t k = 0;
     for (const CollectiveOutcome& c : outcomes) {
       ctx.countCandidate();
       const Program* p = c.op->block->program;
       while (k < input_pos.size() && input_pos[k].first != p) ++k;
-      ExplainRecord r;
-      r.rank = p->rank;
-      r.block_idx = c.op->block->idx;
-      r.op_index = k < input_pos.size() ? input_pos[k].second[c.op->id] : 0;
-      r.op_type = std::string(c.op->type);
-      if (!revert_code.empty()) {
-        r.code = revert_code;
-        if (ctx.explaining()) r.reason = "schedule refused on every rank: " + revert_why;
-        ctx.refuse(std::move(r));
-        continue;
-      }
-      if (c.limit == Limit::None) {
+      if (revert.empty() && c.limit == Limit::None) {
         ctx.countRewritten();
         continue;
       }
-      r.code = limitCode(c.limit);
-      if (ctx.explaining()) r.reason = "ring " + std::to_string(commCollective(*c.op)->ring_id) + ": " + us(c.exposed_s) + " of its " +
-                                       us(c.cost_s) + " exposed: " + why(c);
-      ctx.refuse(std::move(r));
+      size_t op_index = k < input_pos.size() ? input_pos[k].second[c.op->id] : 0;
+      Refusal why = revert.empty() ? exposedRefusal(c, limits, ctx.explaining())
+                                   : Refusal{revert.code, ctx.explaining() ? "schedule refused on every rank: " + revert.reason : ""};
+      ctx.refuse(explainRecord(*c.op, op_index, why));
     }
   }
 
-  std::string why(const CollectiveOutcome& c) const {
-    switch (c.limit) {
-      case Limit::RingOrder:
-        return "it waited " + us(c.ring_wait_s) + " for the ring's previous collective, which it may not pass (one ring's collectives "
-               "keep their order on every member rank)";
-      case Limit::MaxInFlight:
-        return "max-in-flight=" + std::to_string(opts_.max_in_flight) + " collectives of its ring were already in flight";
-      case Limit::MemoryCap:
-        return "the full schedule raised peak memory by more than memory-cap=" + fraction(opts_.memory_cap) +
-               ", so ops moved at most a smaller window";
-      case Limit::Window:
-        return "no independent compute within window=" + std::to_string(opts_.window) + " ops";
-      default:
-        return "no independent compute: every op left before its consumers depends on its result";
-    }
-  }
-
-  // Simulated nanoseconds (analyze's simulateStep under the preset), the worst rank.
-  static void figures(PassContext& ctx, const StepTimeline& before, const StepTimeline& after) {
-    auto phase = [&](const StepTimeline& t, bool exposed) {
+  static Stats simulated(const StepTimeline& before, const StepTimeline& after) {
+    auto ns = [](double s) { return int64_t(std::llround(s * 1e9)); };
+    auto backward = [&](const StepTimeline& t, double PhaseTimes::*time) {  // the worst rank's
       double worst = 0;
-      for (const RankTimeline& r : t.ranks) {
-        const PhaseTimes& ph = r.phases[size_t(Phase::Backward)];
-        worst = std::max(worst, exposed ? ph.exposed_s : ph.comm_s);
-      }
-      return int64_t(std::llround(worst * 1e9));
+      for (const RankTimeline& r : t.ranks) worst = std::max(worst, r.phases[size_t(Phase::Backward)].*time);
+      return ns(worst);
     };
-    auto& f = ctx.stats.figures;
-    f["sim_backward_comm_ns_before"] = phase(before, false);
-    f["sim_backward_comm_ns_after"] = phase(after, false);
-    f["sim_backward_exposed_comm_ns_before"] = phase(before, true);
-    f["sim_backward_exposed_comm_ns_after"] = phase(after, true);
-    f["sim_step_ns_before"] = int64_t(std::llround(before.step_s * 1e9));
-    f["sim_step_ns_after"] = int64_t(std::llround(after.step_s * 1e9));
+    Stats s;
+    s.comm_before = backward(before, &PhaseTimes::comm_s);
+    s.comm_after = backward(after, &PhaseTimes::comm_s);
+    s.exposed_before = backward(before, &PhaseTimes::exposed_s);
+    s.exposed_after = backward(after, &PhaseTimes::exposed_s);
+    s.step_before = ns(before.step_s);
+    s.step_after = ns(after.step_s);
+    return s;
   }
 };
 
@@ -279,6 +230,17 @@ PassInfo overlapCollectivesPass() {
       bindOption(&O::window, "window", "an op moves past at most this many earlier unscheduled ops (-1: no bound; 0: keep the order)"),
       bindOption(&O::split_grads, "split-grads", "split matmul_v2_grad into dX and dW GEMMs where a run has collectives"),
   };
+  using S = OverlapCollectives::Stats;
+  info.statistics = peakBytesStatistics(&S::peak_before, &S::peak_after);
+  auto ns = [&](Statistic S::*m, const char* name, const char* help) {
+    info.statistics.push_back(bindStatistic(m, name, StatUnit::Nanoseconds, std::string(help) + " (simulated, the worst rank)"));
+  };
+  ns(&S::comm_before, "sim-backward-comm-ns-before", "backward communication time before the pass");
+  ns(&S::comm_after, "sim-backward-comm-ns-after", "backward communication time after the pass");
+  ns(&S::exposed_before, "sim-backward-exposed-comm-ns-before", "backward communication the compute stream waits for, before");
+  ns(&S::exposed_after, "sim-backward-exposed-comm-ns-after", "backward communication the compute stream waits for, after");
+  ns(&S::step_before, "sim-step-ns-before", "step time before the pass");
+  ns(&S::step_after, "sim-step-ns-after", "step time after the pass");
   info.create = [specs = info.options](const OptionValues& v) { return std::make_unique<OverlapCollectives>(v.bind<O>(specs)); };
   return info;
 }

@@ -12,6 +12,7 @@
 
 #include "analysis/collectives.h"
 #include "ir/ir.h"
+#include "passes/refusal.h"
 
 namespace spopt {
 
@@ -68,6 +69,16 @@ struct CollectiveOutcome {
   double ring_wait_s = 0;  // how much later it started than its inputs (its ring's previous collective aside) allowed
   Limit limit = Limit::None;
 };
+
+// The options an exposure's reason quotes.
+struct ExposureLimits {
+  int64_t max_in_flight = 0;
+  double memory_cap = 0;
+  int64_t window = 0;
+};
+// Why collective `c` (c.limit != None) is left exposed: limitCode's code and, when `explaining`,
+// "ring 0: 98.3 us of its 98.3 us exposed: <the limit in words>" (overlap_explain.cpp).
+Refusal exposedRefusal(const CollectiveOutcome& c, const ExposureLimits& limits, bool explaining);
 
 struct RegionSchedule {
   std::vector<Op*> order;

@@ -95,6 +95,26 @@ int64_t OptionValues::getInt(const std::string& name) const { return std::get<in
 double OptionValues::getFloat(const std::string& name) const { return std::get<double>(at(name)); }
 const std::string& OptionValues::getString(const std::string& name) const { return std::get<std::string>(at(name)); }
 
+const char* statUnitName(StatUnit u) {
+  switch (u) {
+    case StatUnit::Count: return "count";
+    case StatUnit::Bytes: return "bytes";
+    case StatUnit::Nanoseconds: return "ns";
+  }
+  return "?";
+}
+
+ExplainRecord explainRecord(const Op& op, size_t op_index, const Refusal& why) {
+  ExplainRecord r;
+  r.rank = op.block->program->rank;
+  r.block_idx = op.block->idx;
+  r.op_index = op_index;
+  r.op_type = std::string(op.type);
+  r.code = why.code;
+  r.reason = why.reason;
+  return r;
+}
+
 size_t PassStats::refusedTotal() const {
   size_t n = 0;
   for (const auto& [code, count] : refused) n += count;

@@ -5,11 +5,13 @@
 // so a pass sees every rank's program at once. Each pass declares typed options (parsed from the
 // textual pipeline, see pipeline.h) and reports what it did through a PassContext: how many
 // candidates it looked at, how many it rewrote, why it refused the others, and, when asked, one
-// explain record per candidate not rewritten (or rewritten with a caveat).
+// explain record per candidate not rewritten (or rewritten with a caveat), and its declared
+// statistics (statistic.h).
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/refusal.h"
+#include "passes/statistic.h"
 
 namespace spopt {
 
@@ -119,13 +123,15 @@ struct ExplainRecord {
   std::string code;        // short stable key, also the key of PassStats::refused / notes
   std::string reason;      // plain words
 };
+// The record of `op`, at `op_index` of its block in the pass's input, refused (or noted) for `why`.
+ExplainRecord explainRecord(const Op& op, size_t op_index, const Refusal& why);
 
 struct PassStats {
   size_t candidates = 0;
   size_t rewritten = 0;
   std::map<std::string, size_t> refused;  // code -> count
   std::map<std::string, size_t> notes;    // caveats on rewritten candidates, code -> count
-  // Named quantities a pass measures (e.g. bytes released, peak memory); printed by --stats and
+  // The pass's declared statistics (statistic.h) that it measured, by name; printed by --stats and
   // written by --report only when not empty.
   std::map<std::string, int64_t> figures;
   size_t refusedTotal() const;
@@ -133,7 +139,9 @@ struct PassStats {
 
 class PassContext {
  public:
-  explicit PassContext(bool collect_explain = false) : collect_explain_(collect_explain) {}
+  // `statistics`: the pass's declared statistics (PassInfo::statistics); publish() reports them.
+  explicit PassContext(bool collect_explain = false, const std::vector<StatisticSpec>* statistics = nullptr)
+      : collect_explain_(collect_explain), statistics_(statistics) {}
   // Building reason strings costs time on million-op jobs: passes ask before formatting them.
   bool explaining() const { return collect_explain_; }
 
@@ -143,11 +151,24 @@ class PassContext {
   void refuse(ExplainRecord r);
   void note(ExplainRecord r);  // a caveat on a rewritten candidate
 
+  // Copies every measured statistic of `s` into stats.figures under its declared name (nothing
+  // when the context was made without declarations). Publishing a struct the declarations do not
+  // bind is a programming error (std::logic_error).
+  template <class Stats>
+  void publish(const Stats& s) {
+    if (!statistics_) return;
+    for (const StatisticSpec& spec : *statistics_) {
+      if (spec.owner != typeid(Stats)) throw std::logic_error("statistic " + spec.name + " is not declared on this struct");
+      if (const auto& v = spec.read(&s).value()) stats.figures[spec.name] = *v;
+    }
+  }
+
   PassStats stats;
   std::vector<ExplainRecord> explain;
 
  private:
   bool collect_explain_;
+  const std::vector<StatisticSpec>* statistics_;
 };
 
 class Pass {

@@ -17,7 +17,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     PassRun run;
     run.name = cp.info->name;
     run.text = cp.text();
-    PassContext ctx(opts.collect_explain);
+    PassContext ctx(opts.collect_explain, &cp.info->statistics);
     auto pass = cp.info->create(cp.options);
     auto t0 = std::chrono::steady_clock::now();
     run.changed = pass->run(job, ctx);

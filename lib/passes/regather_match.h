@@ -24,7 +24,7 @@
 
 #include "analysis/collectives.h"
 #include "ir/ir.h"
-#include "passes/allreduce_split_match.h"  // Refusal
+#include "passes/refusal.h"
 #include "passes/regather_memory.h"
 
 namespace spopt {

@@ -1,7 +1,8 @@
 #pragma once
 // Passes by name. Each pass file defines a PassInfo (name, one-line description, option specs,
-// factory); registry.cpp lists the built-in ones in one place. Explicit registration rather than
-// static initialisers, because the linker drops unreferenced objects from the static library.
+// statistic specs, factory); registry.cpp lists the built-in ones in one place. Explicit
+// registration rather than static initialisers, because the linker drops unreferenced objects from
+// the static library.
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@ struct PassInfo {
   std::string description;  // one line
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Pass>(const OptionValues&)> create;
+  std::vector<StatisticSpec> statistics = {};  // what --stats reports, declared once (statistic.h)
 
   const OptionSpec* option(const std::string& opt) const;
 };
