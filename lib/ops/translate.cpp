@@ -26,6 +26,7 @@ class PirTranslator {
     NewOp n = builder_.create(def);
     for (const OperandDef& o : def.inputs) addValues(op, old, o, true, n);
     for (const OperandDef& o : def.outputs) addValues(op, old, o, false, n);
+    addUnusedGrads(old, def, n);
     copyAttrs(op, def, n);
     if (def.collective == CollectiveKind::AllReduce && !op.attrs.has("reduce_type"))
       n.attrInt("reduce_type", static_cast<int>(r.spelling->reduce.value_or(ReduceOp::Sum)));
@@ -55,6 +56,18 @@ class PirTranslator {
       vars = {combine(op, vars)};
     }
     input ? n.input(o.name, vars) : n.output(o.name, vars);
+  }
+
+  // A PIR op has every result: a gradient the legacy op did not compute (X@GRAD of an input that
+  // needs none) becomes a fresh value, shaped as its input, that nothing reads.
+  void addUnusedGrads(const OpView& old, const OpDef& def, NewOp& n) {
+    for (const OperandDef& o : def.outputs) {
+      const Slot* present = old.output(o.name);
+      if (o.pir < 0 || (present && !present->args.empty()) || !o.name.ends_with("@GRAD")) continue;
+      const Var* like = old.in(o.name.substr(0, o.name.size() - 5));
+      if (!like) continue;
+      n.output(o.name, {builder_.freshVar(std::string(like->name) + "@GRAD.unused", like->shape, like->dtype, like)});
+    }
   }
 
   Var* combine(const Op& op, const std::vector<Var*>& parts) {
@@ -137,6 +150,23 @@ class PirTranslator {
   Job& job_;
 };
 
+// In PIR every value is an op's result: the program's inputs become builtin.parameter
+// (persistable) and pd_op.data ops at the top of the block, as Paddle's translator writes them.
+void defineInputs(Block& b) {
+  if (b.ops.empty()) return;
+  Op& first = b.ops.front();
+  OpBuilder builder(b);
+  for (const auto& v : b.vars) {
+    if (v->removed || v->readers.empty() || (!v->writers.empty() && !v->persistable)) continue;
+    if (v->persistable) {
+      builder.create(opDef("parameter")).output("Out", {v.get()}).attrString("parameter_name", v->name).insertBefore(first);
+    } else {
+      builder.create(opDef("data")).output("Out", {v.get()}).attrString("name", v->name).attrInts("shape", v->shape)
+          .attrString("dtype", dtypeName(v->dtype)).insertBefore(first);
+    }
+  }
+}
+
 }  // namespace
 
 void translateToPir(Job& job) {
@@ -148,6 +178,7 @@ void translateToPir(Job& job) {
       for (Op& op : b->ops) ops.push_back(&op);
       PirTranslator t(*b);
       for (Op* op : ops) t.translate(*op);
+      if (b->parent_idx < 0) defineInputs(*b);
     }
   }
 }

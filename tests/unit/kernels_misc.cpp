@@ -89,7 +89,7 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "transpose2_grad", "split", "concat", "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad",
       "mean", "mean_grad", "fill_constant", "assign", "sum", "sgd", "depend", "nop",
       // and, from the catalogue, ops only PIR spells, and fetch
-      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array"};
+      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine"};
   auto supported = spopt::rt::supportedKernelOps();
   for (auto op : ops) {
     CAPTURE(op);

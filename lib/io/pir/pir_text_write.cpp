@@ -1,6 +1,9 @@
 // Format v1 program -> PIR text, as Paddle prints a program (see pir_text.h, docs/pir.md).
+#include <algorithm>
 #include <charconv>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "io/pir/pir_text.h"
 #include "support/error.h"
@@ -27,6 +30,15 @@ class TextWriter {
     const ojson& block = blocks[0];
     if (block.contains("vars"))
       for (const auto& v : block.at("vars")) vars_[v.value("name", "")] = &v;
+    // Values are numbered: "vN" keeps N, any other name (a var a pass or a translation added)
+    // takes the next free number, so Paddle's parser (and import) read the text back.
+    int64_t next = 0;
+    for (const auto& [name, v] : vars_)
+      if (auto n = valueNumber(name)) next = std::max(next, *n + 1);
+    if (block.contains("vars"))
+      for (const auto& v : block.at("vars"))  // in declaration order: the same text every time
+        if (std::string name = v.value("name", ""); !valueNumber(name) && !ids_.count(name)) ids_[name] = next++;
+    next_ = next;
     std::string out = "{\n";
     if (block.contains("ops"))
       for (size_t i = 0; i < block.at("ops").size(); ++i) out += "    " + op(block.at("ops")[i], i) + "\n";
@@ -37,11 +49,17 @@ class TextWriter {
   [[noreturn]] void fail(size_t i, const std::string& what) const {
     throw InputError(where_, "/blocks/0/ops/" + std::to_string(i), what);
   }
-  // "vN" prints as %N; any other name (a var a pass added) as %name.
-  static std::string value(const std::string& name) {
-    if (name.size() > 1 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos)
-      return "%" + name.substr(1);
-    return "%" + name;
+  static std::optional<int64_t> valueNumber(const std::string& name) {
+    if (name.size() > 1 && name.size() < 19 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos)
+      return std::stoll(name.substr(1));
+    return std::nullopt;
+  }
+  // "vN" prints as %N; any other name as the number it was given.
+  std::string value(const std::string& name) const {
+    if (auto r = rebound_.find(name); r != rebound_.end()) return "%" + std::to_string(r->second);
+    if (auto n = valueNumber(name)) return "%" + std::to_string(*n);
+    auto it = ids_.find(name);
+    return it == ids_.end() ? "%" + name : "%" + std::to_string(it->second);
   }
   std::string type(const std::string& name, size_t i) const {
     auto it = vars_.find(name);
@@ -117,12 +135,6 @@ class TextWriter {
     std::string results, operands, in_types, out_types;
     const ojson outputs = o.value("outputs", ojson::object());
     const ojson inputs = o.value("inputs", ojson::object());
-    for (auto it = outputs.begin(); it != outputs.end(); ++it) {
-      if (it->size() != 1) fail(i, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
-      std::string name = (*it)[0].get<std::string>();
-      results += (results.empty() ? "" : ", ") + value(name);
-      out_types += (out_types.empty() ? "" : ", ") + type(name, i);
-    }
     bool first = true;
     for (auto it = inputs.begin(); it != inputs.end(); ++it) {
       if (it->size() > 1) fail(i, "input slot \"" + it.key() + "\" holds more than one var (PIR: one value per operand)");
@@ -136,6 +148,15 @@ class TextWriter {
       std::string name = (*it)[0].get<std::string>();
       operands += sep + value(name);
       in_types += sep + type(name, i);
+    }
+    // Results after operands: a var written again (sgd_'s ParamOut = Param) is a new SSA value
+    // from here on.
+    for (auto it = outputs.begin(); it != outputs.end(); ++it) {
+      if (it->size() != 1) fail(i, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
+      std::string name = (*it)[0].get<std::string>();
+      if (!defined_.insert(name).second) rebound_[name] = next_++;
+      results += (results.empty() ? "" : ", ") + value(name);
+      out_types += (out_types.empty() ? "" : ", ") + type(name, i);
     }
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = o.value(kOpKey, ojson::object()).value("attr_types", ojson::object());
@@ -152,6 +173,10 @@ class TextWriter {
   const ojson& program_;
   std::string where_;
   std::unordered_map<std::string, const ojson*> vars_;
+  std::unordered_map<std::string, int64_t> ids_;  // value numbers of vars not named vN
+  mutable std::unordered_map<std::string, int64_t> rebound_;  // vars written again: their latest value
+  mutable std::unordered_set<std::string> defined_;
+  mutable int64_t next_ = 0;
 };
 
 }  // namespace
