@@ -316,6 +316,9 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
           break;
         }
       }
+    } else if (OpView source(op); source.has(trait::Source)) {
+      // pd_op.data, builtin.parameter: the program's inputs, fed as every input is.
+      for (auto& [v, t] : outs) upload(programInput(*v, p.rank, o), t, s);
     } else {
       OpView view(op);
       KernelContext host{view, p.rank, o.seed, no_tensors};
