@@ -1,4 +1,5 @@
 // The catalogue: the definitions of every family, indexed by every spelling and canonical name.
+#include <array>
 #include <deque>
 #include <stdexcept>
 
@@ -114,13 +115,21 @@ const OpDef& opDef(std::string_view name) {
 
 const std::vector<const OpDef*>& allOpDefs() { return catalogue().list; }
 
-std::string slotName(const OperandDef& o, Dialect d, bool input) {
+std::string_view slotName(const OperandDef& o, Dialect d, bool input) {
+  // PIR's positional names, made once: lookups on the verifier's and replay's paths allocate nothing.
+  static const auto names = [] {
+    std::array<std::array<std::string, 64>, 2> n;
+    for (size_t i = 0; i < 64; ++i) n[0][i] = "in" + std::to_string(i), n[1][i] = "out" + std::to_string(i);
+    return n;
+  }();
   switch (d) {
-    case Dialect::Legacy: return std::string(o.name);
-    case Dialect::Current: return std::string(o.current.empty() ? o.name : o.current);
-    case Dialect::Pir: return (input ? "in" : "out") + std::to_string(o.pir);
+    case Dialect::Legacy: return o.name;
+    case Dialect::Current: return o.current.empty() ? o.name : o.current;
+    case Dialect::Pir:
+      if (o.pir < 0 || o.pir >= 64) return {};
+      return names[input ? 0 : 1][size_t(o.pir)];
   }
-  return std::string(o.name);
+  return o.name;
 }
 
 Dialect inferDialect(const Program& p, Dialect fallback) {

@@ -39,7 +39,7 @@ NewOp::NewOp(Block& block, const Op& original) : block_(block), job_(*block.prog
 
 std::string NewOp::slot(std::string_view canonical, bool input) const {
   const OperandDef* o = def_ ? (input ? def_->input(canonical) : def_->output(canonical)) : nullptr;
-  return o ? slotName(*o, dialect_, input) : std::string(canonical);
+  return std::string(o ? slotName(*o, dialect_, input) : canonical);
 }
 
 bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_t>* ints, double scalar) {

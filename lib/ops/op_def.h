@@ -137,8 +137,8 @@ const std::vector<const OpDef*>& allOpDefs();         // by index
 // Whether `op` is an instance of `def`, in any of its spellings.
 inline bool isA(const Op& op, const OpDef& def) { return resolveOp(op.type).def == &def; }
 
-// The slot name of a canonical operand in a dialect: "X" / "x" / "in0".
-std::string slotName(const OperandDef& o, Dialect d, bool input);
+// The slot name of a canonical operand in a dialect: "X" / "x" / "in0" (empty: none in PIR).
+std::string_view slotName(const OperandDef& o, Dialect d, bool input);
 
 // The dialect a program is written in: pir when any op has a PIR spelling, else the first
 // collective's (c_* = legacy, all_reduce ... = current), else `fallback`. One O(ops) walk: the

@@ -33,14 +33,16 @@ OpView::OpView(const Op& op, ResolvedOp r) : type(op.type), attrs(*this), op_(op
   dialect_ = r.spelling ? r.spelling->dialect : dialectOfType(op.type);
 }
 
-std::string OpView::inSlot(std::string_view canonical) const {
+std::string_view OpView::inSlot(std::string_view canonical) const {
+  if (dialect_ == Dialect::Legacy) return canonical;  // canonical names are legacy's
   const OperandDef* o = r_.def ? findOperand(r_.def->inputs, canonical) : nullptr;
-  return o ? slotName(*o, dialect_, true) : std::string(canonical);
+  return o ? slotName(*o, dialect_, true) : canonical;
 }
 
-std::string OpView::outSlot(std::string_view canonical) const {
+std::string_view OpView::outSlot(std::string_view canonical) const {
+  if (dialect_ == Dialect::Legacy) return canonical;
   const OperandDef* o = r_.def ? findOperand(r_.def->outputs, canonical) : nullptr;
-  return o ? slotName(*o, dialect_, false) : std::string(canonical);
+  return o ? slotName(*o, dialect_, false) : canonical;
 }
 
 const Slot* OpView::input(std::string_view canonical) const { return op_.input(inSlot(canonical)); }
@@ -79,7 +81,7 @@ std::string OpView::pointer(std::string_view where) const {
     std::string_view rest = where.substr(prefix.size());
     size_t end = rest.find('/');
     std::string_view name = rest.substr(0, end);
-    std::string mapped = input ? inSlot(name) : outSlot(name);
+    std::string mapped(input ? inSlot(name) : outSlot(name));
     return std::string(prefix) + mapped + std::string(end == std::string_view::npos ? "" : rest.substr(end));
   };
   if (auto m = mapSegment("/inputs/", true)) return *m;

@@ -51,8 +51,8 @@ class OpView {
   const AttrAccess attrs;
 
   // The op's own slot name for a canonical operand / result ("X" -> "in0" in PIR).
-  std::string inSlot(std::string_view canonical) const;
-  std::string outSlot(std::string_view canonical) const;
+  std::string_view inSlot(std::string_view canonical) const;
+  std::string_view outSlot(std::string_view canonical) const;
   const Slot* input(std::string_view canonical) const;
   const Slot* output(std::string_view canonical) const;
   Var* in(std::string_view canonical, size_t i = 0) const;
