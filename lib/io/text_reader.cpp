@@ -228,6 +228,10 @@ class TextReader : text::SpmdLexer {
       p_ = header;
       context_ = section_.first == section_.last ? "" : " (reading rank " + std::to_string(r) + " of rank " + section_.text() + ")";
       program(r, "rank " + section_.text());
+      // Every rank re-reads the body: what the shorthand expands to is bounded as an input is.
+      expanded_ += p_ - header;
+      if (expanded_ > kMaxExpandedBytes)
+        failAt(at, "rank " + section_.text() + " expands to more than " + std::to_string(kMaxExpandedBytes >> 20) + " MiB of text");
     }
     context_.clear();
   }

@@ -29,6 +29,9 @@ class SpmdLexer : public Lexer {
   // absurd range would be a hang, not a job.
   static constexpr int64_t kMaxSectionRanks = 65536;
   static constexpr int64_t kMaxRankNumber = 1 << 24;  // as world_size
+  // The most text all sections together expand to (a rank's body counted once per rank).
+  static constexpr size_t kMaxExpandedBytes = size_t(4) << 20;
+  size_t expanded_ = 0;
 
   std::optional<int64_t> rank_;  // the rank whose program is being read; none outside rank sections
   RankRange section_;            // the ranks of the section being read
