@@ -14,9 +14,9 @@ std::optional<Collective> asCollective(const Op& op) {
   // Legacy names spell the reduction (c_allreduce_max); the others carry reduce_type.
   if (c.kind == CollectiveKind::AllReduce)
     c.reduce = r.spelling->reduce ? *r.spelling->reduce : static_cast<ReduceOp>(op.attrs.getInt("reduce_type").value_or(0));
-  static constexpr std::string_view kIn[] = {"X", "x", "in0"}, kOut[] = {"Out", "out", "out0"};
-  c.in_slot = kIn[size_t(c.dialect)];
-  c.out_slot = kOut[size_t(c.dialect)];
+  // The slot names are the definition's (ops/collective_ops.cpp), in the op's dialect.
+  c.in_slot = slotName(r.def->inputs.front(), c.dialect, true);
+  c.out_slot = slotName(r.def->outputs.front(), c.dialect, false);
   return c;
 }
 
