@@ -17,7 +17,7 @@
 #include "views/analyze_views.h"
 #include "write_output.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_analyze {
 namespace {
 
 struct Options {
@@ -145,4 +145,4 @@ const Registrar reg{{"analyze", "What a job costs: bytes on the wire, FLOPs, act
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_analyze

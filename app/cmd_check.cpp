@@ -14,7 +14,7 @@
 #include "runtime/executor.h"
 #include "runtime/report.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_check {
 namespace {
 
 struct Options {
@@ -165,4 +165,4 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_check

@@ -19,7 +19,7 @@
 #include "views/check_report.h"
 #include "write_output.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_ci {
 namespace {
 
 struct Options {
@@ -171,4 +171,4 @@ const Registrar reg{{"ci", "The CI gate: validate (hang check included), analyze
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_ci

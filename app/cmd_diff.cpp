@@ -20,7 +20,7 @@
 #include "views/graph_dot.h"
 #include "views/view_graph.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_diff {
 namespace {
 
 struct Options {
@@ -118,4 +118,4 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_diff

@@ -12,7 +12,7 @@
 #include "io/source.h"
 #include "support/error.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_export {
 namespace {
 
 struct Options {
@@ -92,4 +92,4 @@ const Registrar reg{{"export", "Write a job as Paddle program files, one per ran
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_export

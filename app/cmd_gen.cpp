@@ -10,7 +10,7 @@
 #include "ops/translate.h"
 #include "support/error.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_gen {
 namespace {
 
 struct Options {
@@ -89,4 +89,4 @@ const Registrar reg{{"gen", "Generate a tensor/sequence-parallel training job (m
                      /*reads_input=*/false}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_gen

@@ -13,7 +13,7 @@
 #include "views/graphviz.h"
 #include "views/view_graph.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_graph {
 namespace {
 
 struct Options {
@@ -94,4 +94,4 @@ const Registrar reg{{"graph", "Draw one rank's data-flow graph (dot, svg via Gra
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_graph

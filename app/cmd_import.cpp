@@ -9,7 +9,7 @@
 #include "support/error.h"
 #include "write_output.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_import {
 namespace {
 
 struct Options {
@@ -83,4 +83,4 @@ const Registrar reg{{"import", "Read Paddle programs (one per rank) into one job
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_import

@@ -6,7 +6,7 @@
 #include "command.h"
 #include "passes/pipeline.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_passes {
 namespace {
 
 int runPasses(bool all) {
@@ -36,4 +36,4 @@ const Registrar reg{{"passes", "List the rewrite passes, their options, statisti
                      /*reads_input=*/false}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_passes

@@ -9,7 +9,7 @@
 #include "split_input.h"
 #include "write_output.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_print {
 namespace {
 
 struct Options {
@@ -56,4 +56,4 @@ const Registrar reg{{"print", "Print a job as text, one op per line (readable, a
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_print

@@ -15,7 +15,7 @@
 #include "runtime/executor.h"
 #include "runtime/report.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_replay {
 namespace {
 
 struct Options {
@@ -128,4 +128,4 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_replay

@@ -17,7 +17,7 @@
 #include "passes/pass_manager.h"
 #include "split_input.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_rewrite {
 namespace {
 
 struct Options {
@@ -211,4 +211,4 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_rewrite

@@ -11,7 +11,7 @@
 #include "job_checks.h"
 #include "views/check_report.h"
 
-namespace spopt::app {
+namespace spopt::app::cmd_validate {
 namespace {
 
 struct Options {
@@ -63,4 +63,4 @@ const Registrar reg{{"validate", "Check jobs against format v1 and the verifier'
                      }}};
 
 }  // namespace
-}  // namespace spopt::app
+}  // namespace spopt::app::cmd_validate

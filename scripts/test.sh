@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: a warnings-as-errors build with every test (unit, golden, script, MPI,
 # browser), the same suite under ASan+UBSan, and a short libFuzzer run over the loader.
-# Environment: JOBS (parallel build/test jobs), FUZZ_SECONDS (default 60), SKIP_SANITIZE=1.
+# Environment: JOBS (parallel build/test jobs), FUZZ_SECONDS (default 60), SKIP_SANITIZE=1 (no
+# sanitizer build, so no fuzzers either).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -13,16 +14,24 @@ cmake --build build -j"$JOBS"
 echo "== tests"
 (cd build && ctest --output-on-failure -j"$JOBS")
 
+# The sanitizer build: clang when it is there, so that the same ASan+UBSan objects (compiled with
+# libFuzzer's coverage hooks) also make the fuzz targets -- one build instead of two.
+have_fuzz=0
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  sanitize_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_SANITIZE=ON -DSPOPT_WERROR=ON -DSPOPT_NCCL=OFF)
+  if command -v clang++ >/dev/null; then
+    have_fuzz=1
+    sanitize_flags+=(-DSPOPT_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+  fi
   echo "== build and tests under ASan+UBSan"
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_SANITIZE=ON -DSPOPT_WERROR=ON -DSPOPT_NCCL=OFF >/dev/null
-  cmake --build build-asan -j"$JOBS"
+  cmake -S . -B build-sanitize "${sanitize_flags[@]}" >/dev/null
+  cmake --build build-sanitize -j"$JOBS"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
-  (cd build-asan && ctest --output-on-failure -j"$JOBS" -E '^script/mpi_')
+  (cd build-sanitize && ctest --output-on-failure -j"$JOBS" -LE '^mpi$')
   # OpenMPI's dlopen'd components leak at exit and cannot be symbolised (so not suppressed by
-  # name): under mpirun, ASan checks memory errors with leak detection off.
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -R '^script/mpi_')
+  # name): tests labelled mpi (they start mpirun) check memory errors with leak detection off.
+  (cd build-sanitize && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -L '^mpi$')
   unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
 
@@ -32,7 +41,7 @@ fuzz_dir=""
 run_fuzzer() {
   local name=$1 seconds=$2 max_len=$3 corpus=$4 log
   log="$fuzz_dir/$name.log"
-  if build-fuzz/tests/"$name" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+  if build-sanitize/tests/"$name" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
        -artifact_prefix="$fuzz_dir/$name-" "$corpus" testdata/fuzz-regressions >"$log" 2>&1; then
     tail -2 "$log"
     return 0
@@ -45,12 +54,9 @@ run_fuzzer() {
   return 1
 }
 
-if command -v clang++ >/dev/null; then
+if [ "$have_fuzz" = 1 ]; then
   fuzz_dir=$(mktemp -d); trap 'rm -rf "$fuzz_dir"' EXIT
   echo "== libFuzzer over loader + verifier + writer + replay planning (${FUZZ_SECONDS:-60} s)"
-  cmake -S . -B build-fuzz -DSPOPT_FUZZ=ON -DSPOPT_NCCL=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
-  cmake --build build-fuzz -j"$JOBS" --target fuzz-loader fuzz-text-reader
   mkdir "$fuzz_dir"/jobs "$fuzz_dir"/text "$fuzz_dir"/programdesc "$fuzz_dir"/paddle-text "$fuzz_dir"/pir
   cp testdata/jobs/*.json testdata/bad/*.json "$fuzz_dir"/jobs/
   run_fuzzer fuzz-loader "${FUZZ_SECONDS:-60}" 65536 "$fuzz_dir"/jobs
@@ -60,18 +66,16 @@ if command -v clang++ >/dev/null; then
   done
   run_fuzzer fuzz-text-reader "${FUZZ_TEXT_SECONDS:-30}" 65536 "$fuzz_dir"/text
   echo "== libFuzzer over the Paddle readers (${PADDLE_FUZZ_SECONDS:-15} s each)"
-  cmake --build build-fuzz -j"$JOBS" --target fuzz-programdesc fuzz-paddle-text
   cp testdata/paddle/*.pdmodel testdata/paddle/*__model__ "$fuzz_dir"/programdesc/
   cp testdata/paddle/bad_missing_brace.txt "$fuzz_dir"/paddle-text/
   head -c 60000 testdata/paddle/resnet_dp_start_program.txt1 > "$fuzz_dir"/paddle-text/start_head.txt
   run_fuzzer fuzz-programdesc "${PADDLE_FUZZ_SECONDS:-15}" 200000 "$fuzz_dir"/programdesc
   run_fuzzer fuzz-paddle-text "${PADDLE_FUZZ_SECONDS:-15}" 65536 "$fuzz_dir"/paddle-text
   echo "== libFuzzer over the PIR readers (${PIR_FUZZ_SECONDS:-20} s each)"
-  cmake --build build-fuzz -j"$JOBS" --target fuzz-pir-json fuzz-pir-text
   cp testdata/pir/*.pirjson testdata/pir/real/* "$fuzz_dir"/pir/
   run_fuzzer fuzz-pir-json "${PIR_FUZZ_SECONDS:-20}" 262144 "$fuzz_dir"/pir
   run_fuzzer fuzz-pir-text "${PIR_FUZZ_SECONDS:-20}" 65536 "$fuzz_dir"/pir
 else
-  echo "== libFuzzer skipped: clang++ is not installed"
+  echo "== libFuzzer skipped: clang++ is not installed, or SKIP_SANITIZE=1"
 fi
 echo "== all tests passed"

@@ -45,7 +45,6 @@ struct GptLayer {
   Tensor x3;
 };
 
-std::string layerScope(int64_t l) { return "/layer_" + std::to_string(l) + "/"; }
 
 }  // namespace
 

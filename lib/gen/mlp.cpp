@@ -21,7 +21,6 @@ struct MlpLayer {
   LayerNorm ln1;
 };
 
-std::string layerScope(int64_t l) { return "/layer_" + std::to_string(l) + "/"; }
 
 }  // namespace
 

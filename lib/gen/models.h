@@ -15,4 +15,7 @@ void emitMlp(ProgramBuilder& b, const GenOptions& o, int64_t rank);
 // loss = reduce_sum.
 void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank);
 
+// The name scope of layer l's ops and vars ("/layer_3/"), as Paddle's dumps name them.
+inline std::string layerScope(int64_t l) { return "/layer_" + std::to_string(l) + "/"; }
+
 }  // namespace spopt::gen

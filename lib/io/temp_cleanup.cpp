@@ -20,13 +20,13 @@ namespace {
 // (kFilling) before its path is written and published (kReady) after, so the handler never reads
 // a half-written path.
 enum SlotState : int { kFree = 0, kFilling = 1, kReady = 2 };
-struct Slot {
+struct CleanupSlot {
   std::atomic<int> state{kFree};
   bool directory = false;
   char path[PATH_MAX];
 };
 constexpr int kSlots = 128;
-Slot g_slots[kSlots];
+CleanupSlot g_slots[kSlots];
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler reads slot states");
 
 constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGXFSZ};
@@ -73,7 +73,7 @@ bool removeAt(int dirfd, const char* name, int depth) {
 
 extern "C" void removeTempsAndReraise(int sig) {
   int saved = errno;
-  for (Slot& s : g_slots) {
+  for (CleanupSlot& s : g_slots) {
     if (s.state.load(std::memory_order_acquire) != kReady) continue;
     if (s.directory) removeTreeSignalSafe(s.path);
     else ::unlink(s.path);
@@ -138,7 +138,7 @@ void TempRegistration::release() {
 
 size_t registeredTempCount() {
   size_t n = 0;
-  for (const Slot& s : g_slots) n += s.state.load(std::memory_order_acquire) == kReady;
+  for (const CleanupSlot& s : g_slots) n += s.state.load(std::memory_order_acquire) == kReady;
   return n;
 }
 

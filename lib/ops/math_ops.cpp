@@ -39,8 +39,6 @@ Result checkElementwise(const OpView& op, bool grad) {
 Result ruleElementwise(const OpView& op) { return checkElementwise(op, false); }
 Result ruleElementwiseGrad(const OpView& op) { return checkElementwise(op, true); }
 
-std::string shapeText(const Var& v) { return std::string(dtypeName(v.dtype)) + dimsText(v.shape); }
-
 // matmul: inner dims agree, batch dims broadcast as replay's kernel does (matmul_plan.h).
 Result ruleMatmul(const OpView& op) {
   const Var *x = op.in("X"), *w = op.in("Y"), *y = op.out("Out");
@@ -48,19 +46,19 @@ Result ruleMatmul(const OpView& op) {
   if (!x || !w || !y) return OpRuleError{"", t + " needs inputs X, Y and output Out"};
   if (!known(x) || !known(w) || !known(y)) return std::nullopt;
   if (x->shape.size() < 2 || w->shape.size() < 2)
-    return OpRuleError{"", t + " operands must be at least 2-D: " + shapeText(*x) + " x " + shapeText(*w)};
+    return OpRuleError{"", t + " operands must be at least 2-D: " + typeText(*x) + " x " + typeText(*w)};
   bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
   size_t rx = x->shape.size(), rw = w->shape.size();
   int64_t m = tx ? x->shape[rx - 1] : x->shape[rx - 2], kx = tx ? x->shape[rx - 2] : x->shape[rx - 1];
   int64_t kw = ty ? w->shape[rw - 1] : w->shape[rw - 2], n = ty ? w->shape[rw - 2] : w->shape[rw - 1];
-  if (kx != kw) return OpRuleError{"", t + " inner dims differ: " + shapeText(*x) + " x " + shapeText(*w)};
+  if (kx != kw) return OpRuleError{"", t + " inner dims differ: " + typeText(*x) + " x " + typeText(*w)};
   auto batch = broadcastBatchDims(ShapeDims(x->shape.begin(), x->shape.end() - 2), ShapeDims(w->shape.begin(), w->shape.end() - 2));
-  if (!batch) return OpRuleError{"", t + " batch dims do not broadcast: " + shapeText(*x) + " x " + shapeText(*w)};
+  if (!batch) return OpRuleError{"", t + " batch dims do not broadcast: " + typeText(*x) + " x " + typeText(*w)};
   ShapeDims expect = *batch;
   expect.push_back(m);
   expect.push_back(n);
   if (y->shape != expect)
-    return OpRuleError{"", t + " output " + shapeText(*y) + " should have shape of " + shapeText(*x) + " x " + shapeText(*w)};
+    return OpRuleError{"", t + " output " + typeText(*y) + " should have shape of " + typeText(*x) + " x " + typeText(*w)};
   return std::nullopt;
 }
 

@@ -13,6 +13,7 @@ std::string dimsText(const ShapeDims& d) {
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
   return s + "]";
 }
+std::string typeText(const Var& v) { return std::string(dtypeName(v.dtype)) + dimsText(v.shape); }
 
 std::optional<AlignedBroadcast> alignBroadcast(const ShapeDims& x, const ShapeDims& y, int64_t axis, std::string* why) {
   auto fail = [&](const std::string& w) -> std::optional<AlignedBroadcast> {

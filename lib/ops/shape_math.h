@@ -40,5 +40,6 @@ DTypeStorage dtypeStorage(DType t);
 std::optional<DType> dtypeFromPaddleCode(int64_t code);
 
 std::string dimsText(const ShapeDims& d);  // "[4,3]"
+std::string typeText(const Var& v);        // "float32[4,3]"
 
 }  // namespace spopt

@@ -5,7 +5,6 @@
 namespace spopt::ops {
 namespace {
 
-std::string shapeText(const Var& v) { return std::string(dtypeName(v.dtype)) + dimsText(v.shape); }
 int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
 
 Result ruleReshape(const OpView& op) {
@@ -65,7 +64,7 @@ Result ruleSplit(const OpView& op) {
   if (!known(x)) return std::nullopt;
   int64_t axis = normAxis(op.attrs.getInt("axis").value_or(0), x->shape.size());
   if (axis < 0 || axis >= int64_t(x->shape.size()))
-    return OpRuleError{"/attrs/axis", t + " axis is out of range for input " + shapeText(*x)};
+    return OpRuleError{"/attrs/axis", t + " axis is out of range for input " + typeText(*x)};
   int64_t total = 0;
   for (const auto& a : outs->args) {
     if (!known(a.var)) return std::nullopt;
@@ -74,14 +73,14 @@ Result ruleSplit(const OpView& op) {
     for (size_t d = 0; same && d < x->shape.size(); ++d)
       if (int64_t(d) != axis && y->shape[d] != x->shape[d]) same = false;
     if (!same)
-      return OpRuleError{"", t + " output \"" + std::string(y->name) + "\" " + shapeText(*y) + " does not match input " + shapeText(*x) +
+      return OpRuleError{"", t + " output \"" + std::string(y->name) + "\" " + typeText(*y) + " does not match input " + typeText(*x) +
                                  " off the split axis"};
     total += y->shape[size_t(axis)];
   }
   int64_t len = x->shape[size_t(axis)];
   if (total != len)
     return OpRuleError{"", t + " outputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but input " +
-                               shapeText(*x) + " has " + std::to_string(len)};
+                               typeText(*x) + " has " + std::to_string(len)};
   auto num = op.attrs.getInt("num");
   auto sections = op.attrs.getIntArray("sections");
   if (sections && !sections->empty() && !(num && *num > 0)) {
@@ -143,20 +142,20 @@ Result ruleConcat(const OpView& op) {
   if (!xs || xs->args.empty() || !y) return OpRuleError{"", t + " needs inputs X and output Out"};
   if (!known(y)) return std::nullopt;
   int64_t axis = normAxis(op.attrs.getInt("axis").value_or(0), y->shape.size());
-  if (axis < 0 || axis >= int64_t(y->shape.size())) return OpRuleError{"/attrs/axis", t + " axis is out of range for output " + shapeText(*y)};
+  if (axis < 0 || axis >= int64_t(y->shape.size())) return OpRuleError{"/attrs/axis", t + " axis is out of range for output " + typeText(*y)};
   int64_t total = 0;
   for (const auto& a : xs->args) {
     if (!known(a.var)) return std::nullopt;
     if (a.var->shape.size() != y->shape.size())
-      return OpRuleError{"", t + " input \"" + std::string(a.name) + "\" has rank " + std::to_string(a.var->shape.size()) + ", output " + shapeText(*y)};
+      return OpRuleError{"", t + " input \"" + std::string(a.name) + "\" has rank " + std::to_string(a.var->shape.size()) + ", output " + typeText(*y)};
     for (size_t d = 0; d < y->shape.size(); ++d)  // replay's kernel joins inputs equal off the axis
       if (int64_t(d) != axis && a.var->shape[d] != y->shape[d])
-        return OpRuleError{"", t + " input \"" + std::string(a.name) + "\" " + shapeText(*a.var) + " differs from output " + shapeText(*y) +
+        return OpRuleError{"", t + " input \"" + std::string(a.name) + "\" " + typeText(*a.var) + " differs from output " + typeText(*y) +
                                    " outside axis " + std::to_string(axis)};
     total += a.var->shape[size_t(axis)];
   }
   if (total != y->shape[size_t(axis)])
-    return OpRuleError{"", t + " inputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but output is " + shapeText(*y)};
+    return OpRuleError{"", t + " inputs sum to " + std::to_string(total) + " along axis " + std::to_string(axis) + " but output is " + typeText(*y)};
   return std::nullopt;
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 // Waits wake at least this often to notice an abort by another rank.
-constexpr auto kPollInterval = std::chrono::milliseconds(20);
+constexpr auto kRingPollInterval = std::chrono::milliseconds(20);
 
 struct AbortFlag {
   std::atomic<bool> raised{false};
@@ -32,7 +32,7 @@ struct Post {
 };
 
 // One ring position: filled as members arrive, read by all, released when all have departed.
-struct Slot {
+struct RingSlot {
   std::vector<Post> posts;
   size_t arrived = 0, departed = 0;
   Clock::time_point full_at{};  // when the last member arrived (--link counts from there)
@@ -40,7 +40,7 @@ struct Slot {
 
 struct Ring {
   std::vector<int64_t> ranks;
-  std::unordered_map<uint64_t, std::shared_ptr<Slot>> slots;
+  std::unordered_map<uint64_t, std::shared_ptr<RingSlot>> slots;
 };
 
 // The shared state of one job's rings (one per CommFactory::make call index).
@@ -153,10 +153,10 @@ class LocalComm final : public Communicator {
     std::unique_lock lk(world_->mu);
     auto& entry = ring.slots[seq];
     if (!entry) {
-      entry = std::make_shared<Slot>();
+      entry = std::make_shared<RingSlot>();
       entry->posts.resize(n);
     }
-    std::shared_ptr<Slot> slot = entry;
+    std::shared_ptr<RingSlot> slot = entry;
     slot->posts[size_t(pos)] = Post{h, &in, d, true};
     if (++slot->arrived == n) slot->full_at = Clock::now();
     world_->cv.notify_all();
@@ -186,7 +186,7 @@ class LocalComm final : public Communicator {
       if (timed_out)
         fail(d.text() + d.onStream() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
              " s waiting on ring " + std::to_string(ring_id) + " collective #" + std::to_string(seq) + " for rank " + rankList(missing));
-      world_->cv.wait_for(lk, kPollInterval);
+      world_->cv.wait_for(lk, kRingPollInterval);
     }
     // Every member compares against position 0, so all of them report the same mismatch.
     for (size_t i = 1; i < n; ++i)
@@ -209,7 +209,7 @@ class LocalComm final : public Communicator {
       if (Clock::now() >= leave_deadline)
         fail(d.text() + ": timed out waiting for the members of ring " + std::to_string(ring_id) + " to finish collective #" +
              std::to_string(seq));
-      world_->cv.wait_for(lk, kPollInterval);
+      world_->cv.wait_for(lk, kRingPollInterval);
     }
     ring.slots.erase(seq);  // the first to leave erases; the rest hold their shared_ptr
     const auto link_done = slot->full_at + link_.duration(d.wire_bytes);

@@ -5,16 +5,10 @@
 #include "analysis/collectives.h"
 #include "ops/op_view.h"
 #include "ir/op_role.h"
+#include "runtime/op_site.h"
 
 namespace spopt::rt {
 namespace {
-
-template <typename F>
-void forEachArg(const std::vector<Slot>& slots, F f) {
-  for (const auto& s : slots)
-    for (const auto& a : s.args)
-      if (a.var) f(*a.var);
-}
 
 constexpr size_t kNone = size_t(-1);
 

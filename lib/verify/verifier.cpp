@@ -8,21 +8,13 @@
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
 #include "ops/op_verify.h"
+#include "ops/shape_math.h"
 #include "support/checked_size.h"
 #include "verify/cross_rank.h"
 #include "verify/sharding.h"
 
 namespace spopt {
 namespace {
-
-std::string shapeText(const Var& v) {
-  std::string s = std::string(dtypeName(v.dtype)) + "[";
-  for (size_t i = 0; i < v.shape.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(v.shape[i]);
-  }
-  return s + "]";
-}
 
 std::string reduceName(ReduceOp r) {
   static const char* const kNames[] = {"SUM", "MAX", "MIN", "PROD", "AVG"};
@@ -143,7 +135,7 @@ class Verifier {
     auto n = checkedNumel(v.shape);
     std::string why = n ? std::to_string(*n) + " elements x " + std::to_string(dtypeSize(v.dtype)) + " bytes overflow int64"
                         : "its element count overflows int64";
-    report(varPointer(v) + "/shape", "var \"" + std::string(v.name) + "\" " + shapeText(v) + ": " + why);
+    report(varPointer(v) + "/shape", "var \"" + std::string(v.name) + "\" " + typeText(v) + ": " + why);
   }
 
   // Replay slices a sharded program input by its dims_mapping and mesh (runtime/inputs.cpp): the
@@ -196,7 +188,7 @@ class Verifier {
     if (!opts_.shapes || !known(x) || !known(y)) return;
     int64_t n = int64_t(g->ranks.size());
     auto mismatch = [&](const std::string& rule) {
-      report(opPtr(op), std::string(op.type) + ": " + rule + ", but input is " + shapeText(*x) + " and output " + shapeText(*y));
+      report(opPtr(op), std::string(op.type) + ": " + rule + ", but input is " + typeText(*x) + " and output " + typeText(*y));
     };
     if (x->dtype != y->dtype) mismatch("input and output dtypes must agree");
     else if (c.kind == CollectiveKind::ReduceScatter) {
@@ -232,7 +224,7 @@ class Verifier {
     auto describe = [&](const Op* op) {
       auto c = asCollective(*op);
       const Var* x = op->in(c->in_slot);
-      std::string s = std::string(op->type) + " " + (x ? shapeText(*x) : std::string("?"));
+      std::string s = std::string(op->type) + " " + (x ? typeText(*x) : std::string("?"));
       return s + " (" + opPtr(*op) + ")";
     };
     for (auto& [ring, seqs] : rings) {

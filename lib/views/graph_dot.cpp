@@ -30,7 +30,7 @@ const char* statusStroke(ViewStatus s) {
 namespace {
 
 // A dot double-quoted string: quotes and backslashes escaped, line breaks as dot's "\n".
-std::string quoted(std::string_view text) {
+std::string dotQuoted(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') {
@@ -63,19 +63,19 @@ void node(std::string& out, size_t id, const ViewNode& n, const ViewGraph& g) {
     case ViewNode::OpNode: {
       auto c = asCollective(*n.op);
       bool comm = c && communicates(*c);
-      out += "label=" + quoted(opLabel(n, g.bus_factors));
-      out += ", tooltip=" + quoted(describeOpPlace(*n.op, n.position) + ": " + std::string(n.op->type) + " " + describeSlots(*n.op));
+      out += "label=" + dotQuoted(opLabel(n, g.bus_factors));
+      out += ", tooltip=" + dotQuoted(describeOpPlace(*n.op, n.position) + ": " + std::string(n.op->type) + " " + describeSlots(*n.op));
       if (comm) out += ", shape=hexagon, style=\"filled,bold\", penwidth=2";
       break;
     }
     case ViewNode::Input:
     case ViewNode::Fetch:
-      out += "label=" + quoted(n.name) + ", shape=ellipse, style=filled, fontsize=9";
+      out += "label=" + dotQuoted(n.name) + ", shape=ellipse, style=filled, fontsize=9";
       if (n.kind == ViewNode::Fetch) out += ", peripheries=2";
       if (n.status == ViewStatus::Unchanged) fill = "#ffffff";
       break;
     case ViewNode::Folded:
-      out += "label=" + quoted("\u2026 " + std::to_string(n.folded_ops) + " " + g.folded_noun +
+      out += "label=" + dotQuoted("\u2026 " + std::to_string(n.folded_ops) + " " + g.folded_noun +
                                (n.folded_collectives ? "\n(" + std::to_string(n.folded_collectives) + " collective" +
                                                            (n.folded_collectives > 1 ? "s)" : ")")
                                                      : std::string())) +
@@ -90,7 +90,7 @@ void node(std::string& out, size_t id, const ViewNode& n, const ViewGraph& g) {
 void edge(std::string& out, const ViewEdge& e) {
   std::string label = std::string(e.var->name) + "\n" + describeVarType(*e.var);
   if (e.more_vars) label = std::string(e.var->name) + "\n+" + std::to_string(e.more_vars) + " more var" + (e.more_vars > 1 ? "s" : "");
-  out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [label=" + quoted(label);
+  out += "  n" + std::to_string(e.from) + " -> n" + std::to_string(e.to) + " [label=" + dotQuoted(label);
   if (e.more_vars) out += ", penwidth=" + std::to_string(std::min<size_t>(1 + e.more_vars / 2, 4));
   if (e.status != ViewStatus::Unchanged) {
     out += ", color=\"" + std::string(statusStroke(e.status)) + "\", fontcolor=\"" + statusStroke(e.status) + "\"";
@@ -103,8 +103,8 @@ void edge(std::string& out, const ViewEdge& e) {
 }  // namespace
 
 std::string graphToDot(const ViewGraph& g, const std::string& title) {
-  std::string out = "digraph " + quoted(title) + " {\n";
-  out += "  graph [rankdir=TB, label=" + quoted(title) +
+  std::string out = "digraph " + dotQuoted(title) + " {\n";
+  out += "  graph [rankdir=TB, label=" + dotQuoted(title) +
          ", labelloc=t, fontname=\"Helvetica\", fontsize=12, nodesep=0.3, ranksep=0.35];\n";
   out += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10, margin=\"0.12,0.04\"];\n";
   out += "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#8c8c8c\", fontcolor=\"#555555\", arrowsize=0.6];\n";

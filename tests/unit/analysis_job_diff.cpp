@@ -8,7 +8,7 @@ using namespace spopt;
 using namespace spopt::test;
 
 namespace {
-const std::string kVars = join({var("a"), var("b"), var("c"), var("d")});
+const std::string kDiffVars = join({var("a"), var("b"), var("c"), var("d")});
 
 std::vector<std::string> kinds(const RankDiff& r) {
   std::vector<std::string> out;
@@ -21,8 +21,8 @@ std::vector<std::string> kinds(const RankDiff& r) {
 }  // namespace
 
 TEST_CASE("a job against itself is the same", "[diff]") {
-  auto a = makeJob({{kVars, join({op("relu", "a", "b"), op("gelu", "b", "c")})}, {kVars, op("relu", "a", "b")}});
-  auto b = makeJob({{kVars, join({op("relu", "a", "b"), op("gelu", "b", "c")})}, {kVars, op("relu", "a", "b")}});
+  auto a = makeJob({{kDiffVars, join({op("relu", "a", "b"), op("gelu", "b", "c")})}, {kDiffVars, op("relu", "a", "b")}});
+  auto b = makeJob({{kDiffVars, join({op("relu", "a", "b"), op("gelu", "b", "c")})}, {kDiffVars, op("relu", "a", "b")}});
   JobDiff d = diffJobs(*a, *b);
   CHECK(d.same());
   REQUIRE(d.ranks.size() == 2);
@@ -31,7 +31,7 @@ TEST_CASE("a job against itself is the same", "[diff]") {
 }
 
 TEST_CASE("removed ops are listed where they stood, before the ops added in their place", "[diff]") {
-  auto before = makeJob({{kVars, join({op("relu", "a", "b"), op("c_allreduce_sum", "b", "c", R"({"ring_id":0})"),
+  auto before = makeJob({{kDiffVars, join({op("relu", "a", "b"), op("c_allreduce_sum", "b", "c", R"({"ring_id":0})"),
                                        op("split", "c", "d", R"({"num":1})")})}});
   auto after = makeJob({{join({var("a"), var("b"), var("d")}),
                          join({op("relu", "a", "b"), op("c_reducescatter", "b", "d", R"({"ring_id":0,"nranks":1})")})}});
@@ -47,8 +47,8 @@ TEST_CASE("removed ops are listed where they stood, before the ops added in thei
 }
 
 TEST_CASE("changed attributes, slots and dist attrs are reported by path", "[diff]") {
-  auto before = makeJob({{kVars, op("scale", "a", "b", R"({"scale":1.0,"bias":[1, 2],"gone":true})")}});
-  auto after = makeJob({{kVars, op("scale", "c", "b", R"({"scale":1,"bias":[1,2],"new":"x"})")}});
+  auto before = makeJob({{kDiffVars, op("scale", "a", "b", R"({"scale":1.0,"bias":[1, 2],"gone":true})")}});
+  auto after = makeJob({{kDiffVars, op("scale", "c", "b", R"({"scale":1,"bias":[1,2],"new":"x"})")}});
   JobDiff d = diffJobs(*before, *after);
   const RankDiff& r = d.ranks[0];
   REQUIRE(r.ops.size() == 1);
@@ -83,8 +83,8 @@ TEST_CASE("var shape, dtype, persistable, dist attr and unknown keys are compare
 }
 
 TEST_CASE("kept ops whose order changed are reported moved", "[diff]") {
-  auto before = makeJob({{kVars, join({op("relu", "a", "b"), op("gelu", "a", "c"), op("scale", "a", "d")})}});
-  auto after = makeJob({{kVars, join({op("scale", "a", "d"), op("relu", "a", "b"), op("gelu", "a", "c")})}});
+  auto before = makeJob({{kDiffVars, join({op("relu", "a", "b"), op("gelu", "a", "c"), op("scale", "a", "d")})}});
+  auto after = makeJob({{kDiffVars, join({op("scale", "a", "d"), op("relu", "a", "b"), op("gelu", "a", "c")})}});
   JobDiff d = diffJobs(*before, *after);
   const RankDiff& r = d.ranks[0];
   REQUIRE(r.ops.size() == 1);  // the longest run in order (relu, gelu) stays; scale moved
@@ -96,8 +96,8 @@ TEST_CASE("kept ops whose order changed are reported moved", "[diff]") {
 }
 
 TEST_CASE("a rank only one job has is all removed or all added", "[diff]") {
-  auto before = makeJob({{kVars, op("relu", "a", "b")}});
-  auto after = makeJob({{kVars, op("relu", "a", "b")}, {kVars, op("gelu", "a", "b")}});
+  auto before = makeJob({{kDiffVars, op("relu", "a", "b")}});
+  auto after = makeJob({{kDiffVars, op("relu", "a", "b")}, {kDiffVars, op("gelu", "a", "b")}});
   JobDiff d = diffJobs(*before, *after);
   REQUIRE(d.ranks.size() == 2);
   CHECK(d.ranks[0].same());
@@ -111,8 +111,8 @@ TEST_CASE("a rank only one job has is all removed or all added", "[diff]") {
 }
 
 TEST_CASE("the rank option limits the comparison and must name a rank", "[diff]") {
-  auto a = makeJob({{kVars, op("relu", "a", "b")}, {kVars, op("relu", "a", "b")}});
-  auto b = makeJob({{kVars, op("relu", "a", "b")}, {kVars, op("gelu", "a", "b")}});
+  auto a = makeJob({{kDiffVars, op("relu", "a", "b")}, {kDiffVars, op("relu", "a", "b")}});
+  auto b = makeJob({{kDiffVars, op("relu", "a", "b")}, {kDiffVars, op("gelu", "a", "b")}});
   DiffOptions opts;
   opts.rank = 0;
   CHECK(diffJobs(*a, *b, opts).same());

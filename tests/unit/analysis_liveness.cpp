@@ -91,7 +91,7 @@ TEST_CASE("gpt has shape-only reads that end buffers earlier", "[analysis][liven
 namespace {
 // x -> scale -> a; a, b -> elementwise_add -> c; then two ops that only use c; then
 // elementwise_add_grad reads X=a, Y=b shape-only. `a` dies at op 1 (its last real read), not 4.
-const char* kJob = R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],
+const char* kLivenessJob = R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],
  "programs":[{"rank":0,"fetch":["da","db"],"blocks":[{"idx":0,"parent_idx":-1,
   "vars":[{"name":"x","shape":[64],"dtype":"float32"},{"name":"b","shape":[64],"dtype":"float32"},
           {"name":"a","shape":[64],"dtype":"float32"},{"name":"c","shape":[64],"dtype":"float32"},
@@ -105,7 +105,7 @@ const char* kJob = R"({"format":"sp-opt.program","version":1,"world_size":1,"pro
 }  // namespace
 
 TEST_CASE("a var read only shape-only after its last real use is released there", "[analysis][liveness]") {
-  auto job = loadJobFromText(kJob, "t.json");
+  auto job = loadJobFromText(kLivenessJob, "t.json");
   const Program& p = *job->programs[0];
   const Block& b = *p.blocks[0];
   auto with = computeProgramLiveness(p).entry();

@@ -2,6 +2,8 @@
 // keeps a destination's mode, writes through symlinks and leaves no temp behind.
 #include <catch2/catch.hpp>
 
+#include "test_files.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,13 +42,6 @@ struct TempDir {
   }
 };
 
-std::string readFile(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void writePlain(const std::string& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
 }
@@ -75,9 +70,9 @@ TEST_CASE("OutputTransaction commits every output together", "[io][transaction]"
   CHECK(!fs::exists(dir / "dump"));
   CHECK(tx.displayName(staged + "/rank0/x.npy") == dir / "dump/rank0/x.npy");
   tx.commit();
-  CHECK(readFile(dir / "a.json") == "A");
-  CHECK(readFile(dir / "b.json") == "B1B2");
-  CHECK(readFile(dir / "dump/rank0/x.npy") == "X");
+  CHECK(spopt::test::readFileBytes(dir / "a.json") == "A");
+  CHECK(spopt::test::readFileBytes(dir / "b.json") == "B1B2");
+  CHECK(spopt::test::readFileBytes(dir / "dump/rank0/x.npy") == "X");
   CHECK(dir.entries() == std::vector<std::string>{"a.json", "b.json", "dump", "dump/rank0", "dump/rank0/x.npy"});
   CHECK(registeredTempCount() == 0);
 }
@@ -96,7 +91,7 @@ TEST_CASE("OutputTransaction not committed leaves nothing, old content untouched
     CHECK(registeredTempCount() >= 1);
     // destroyed uncommitted, as when a command throws
   }
-  CHECK(readFile(dir / "a.json") == "old A");
+  CHECK(spopt::test::readFileBytes(dir / "a.json") == "old A");
   CHECK(dir.entries() == std::vector<std::string>{"a.json"});  // folders it made are gone too
   CHECK(registeredTempCount() == 0);
 }
@@ -128,10 +123,10 @@ TEST_CASE("OutputTransaction merges a folder output into an existing folder", "[
   writePlain(staged + "/rank0/x.npy", "X new");
   writePlain(staged + "/rank1/y.npy", "Y");
   tx.commit();
-  CHECK(readFile(dir / "dump/rank0/x.npy") == "X new");
-  CHECK(readFile(dir / "dump/rank0/old.npy") == "OLD");
-  CHECK(readFile(dir / "dump/rank1/y.npy") == "Y");
-  CHECK(readFile(dir / "dump/keep.txt") == "mine");
+  CHECK(spopt::test::readFileBytes(dir / "dump/rank0/x.npy") == "X new");
+  CHECK(spopt::test::readFileBytes(dir / "dump/rank0/old.npy") == "OLD");
+  CHECK(spopt::test::readFileBytes(dir / "dump/rank1/y.npy") == "Y");
+  CHECK(spopt::test::readFileBytes(dir / "dump/keep.txt") == "mine");
   CHECK(dir.entries() == std::vector<std::string>{"dump", "dump/keep.txt", "dump/rank0", "dump/rank0/old.npy",
                                                   "dump/rank0/x.npy", "dump/rank1", "dump/rank1/y.npy"});
 }
@@ -141,7 +136,7 @@ TEST_CASE("AtomicFile keeps the destination's mode; new files get 0666 & ~umask"
   writePlain(dir / "secret.json", "old");
   REQUIRE(::chmod((dir / "secret.json").c_str(), 0600) == 0);
   writeFileAtomic(dir / "secret.json", "new");
-  CHECK(readFile(dir / "secret.json") == "new");
+  CHECK(spopt::test::readFileBytes(dir / "secret.json") == "new");
   CHECK(modeOf(dir / "secret.json") == 0600);
   REQUIRE(::chmod((dir / "secret.json").c_str(), 0640) == 0);
   writeFileAtomic(dir / "secret.json", "newer");
@@ -164,10 +159,10 @@ TEST_CASE("AtomicFile writes through a symlinked destination", "[io][transaction
   fs::create_symlink("real/new.json", dir / "dangling.json");
   writeFileAtomic(dir / "link.json", "through the link");
   CHECK(fs::is_symlink(dir / "link.json"));
-  CHECK(readFile(dir / "real/target.json") == "through the link");
+  CHECK(spopt::test::readFileBytes(dir / "real/target.json") == "through the link");
   writeFileAtomic(dir / "dangling.json", "created at the target");
   CHECK(fs::is_symlink(dir / "dangling.json"));
-  CHECK(readFile(dir / "real/new.json") == "created at the target");
+  CHECK(spopt::test::readFileBytes(dir / "real/new.json") == "created at the target");
   CHECK(dir.entries() ==
         std::vector<std::string>{"dangling.json", "link.json", "real", "real/new.json", "real/target.json"});
 }

@@ -1,6 +1,8 @@
 // PIR JSON import/export: the real PP-OCRv5 file maps into a valid job and back to the same JSON
 // value; malformed files fail with one pointed line.
 #include <catch2/catch.hpp>
+
+#include "test_files.h"
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,13 +17,6 @@
 using namespace spopt;
 
 static const std::string kReal = std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/real/ppocrv5_mobile_det_inference.json";
-
-static std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 static std::string importError(const std::string& text) {
   try {
@@ -51,9 +46,9 @@ TEST_CASE("the real PIR JSON imports, validates and exports back to the same JSO
   // Export reads the job as written: the preserved keys must survive the job writer too.
   pir::ojson written = pir::ojson::parse(jobToString(*job));
   std::string back = pir::writePirJson(written["programs"][0], "job.json");
-  CHECK(nlohmann::json::parse(back) == nlohmann::json::parse(slurp(kReal)));
+  CHECK(nlohmann::json::parse(back) == nlohmann::json::parse(spopt::test::readFileBytes(kReal)));
   // Paddle writes compact JSON with sorted keys, and so does the exporter: byte for byte.
-  std::string original = slurp(kReal);
+  std::string original = spopt::test::readFileBytes(kReal);
   while (!original.empty() && (original.back() == '\n')) original.pop_back();
   CHECK(back == original);
 }
@@ -78,7 +73,7 @@ TEST_CASE("PIR JSON ops map to format v1 slots, attrs and kept types", "[pir]") 
 }
 
 TEST_CASE("bad PIR JSON fails with one line naming the place", "[pir]") {
-  std::string good = slurp(kReal);
+  std::string good = spopt::test::readFileBytes(kReal);
   CHECK(importError("{\"base_code\":") ==
         "f.json: byte 14: malformed JSON: syntax error while parsing value - unexpected end of input; expected '[', "
         "'{', or a literal");
@@ -109,7 +104,7 @@ TEST_CASE("bad PIR JSON fails with one line naming the place", "[pir]") {
 }
 
 TEST_CASE("PIR JSON export carries edits a pass made: attrs, streams, new vars and ops", "[pir]") {
-  std::string tiny = slurp(std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/tiny_matmul.pirjson");
+  std::string tiny = spopt::test::readFileBytes(std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/tiny_matmul.pirjson");
   pir::ojson program = pir::pirJsonToProgram(tiny, "tiny.json");
   auto& ops = program["blocks"][0]["ops"];
   // An edited attribute keeps its PIR type; a stream set in dist_attr becomes the PIR attribute.
@@ -146,7 +141,7 @@ TEST_CASE("PIR JSON export carries edits a pass made: attrs, streams, new vars a
 }
 
 TEST_CASE("deeply nested PIR JSON attributes are refused, not a stack overflow", "[pir]") {
-  std::string tiny = slurp(std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/tiny_matmul.pirjson");
+  std::string tiny = spopt::test::readFileBytes(std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/tiny_matmul.pirjson");
   auto doc = nlohmann::json::parse(tiny);
   nlohmann::json at = {{"#", "0.a_bool"}, {"D", true}};
   for (int i = 0; i < 40; ++i) at = {{"#", "0.a_array"}, {"D", nlohmann::json::array({at})}};

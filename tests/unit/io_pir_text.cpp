@@ -1,5 +1,7 @@
 // PIR text import: Paddle's fusion test program and the PIR parser's own test cases.
 #include <catch2/catch.hpp>
+
+#include "test_files.h"
 #include <fstream>
 #include <sstream>
 
@@ -12,13 +14,6 @@
 using namespace spopt;
 
 static const std::string kDir = std::string(SPOPT_SOURCE_DIR) + "/testdata/pir/real/";
-
-static std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 static std::string textError(const std::string& text) {
   try {
@@ -73,7 +68,7 @@ TEST_CASE("Paddle's fusion test program imports as both ranks of a two-rank ring
 
 // The parser's test file: "//CHECK attribute|type|program" sections ending in "//END".
 TEST_CASE("every case of the PIR parser's own test file parses", "[pir]") {
-  std::istringstream in(slurp(kDir + "pir_parser_test_text.txt"));
+  std::istringstream in(spopt::test::readFileBytes(kDir + "pir_parser_test_text.txt"));
   std::string line, kind, body;
   int attributes = 0, types = 0, programs = 0;
   while (std::getline(in, line)) {
@@ -137,7 +132,7 @@ TEST_CASE("bad PIR text fails with one line naming line:column", "[pir]") {
 }
 
 TEST_CASE("PIR text written back from the imported fusion program is the program Paddle printed", "[pir]") {
-  std::string original = slurp(kDir + "fuse_allreduce_split_test_all_reduce.pirtxt");
+  std::string original = spopt::test::readFileBytes(kDir + "fuse_allreduce_split_test_all_reduce.pirtxt");
   pir::ojson program = pir::pirTextToProgram(original, "in.pirtxt");
   std::string back = pir::writePirText(program, "job.json");
   CHECK(back == original);

@@ -1,6 +1,8 @@
 // Lossless I/O: every valid testdata job written back is the same JSON value with the same key
 // order; writing is deterministic and atomic.
 #include <catch2/catch.hpp>
+
+#include "test_files.h"
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,13 +18,6 @@
 
 namespace fs = std::filesystem;
 using namespace spopt;
-
-static std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 static std::vector<fs::path> validJobs() {
   std::vector<fs::path> out;
@@ -43,7 +38,7 @@ TEST_CASE("every valid testdata job round-trips to the same JSON value and key o
   REQUIRE(!jobs.empty());
   for (const auto& path : jobs) {
     INFO(path.string());
-    std::string text = readFile(path);
+    std::string text = spopt::test::readFileBytes(path);
     auto job = loadJobFromText(text, path.string());
     std::string written = jobToString(*job);
     // ordered_json compares objects as ordered sequences: key order must match too.
@@ -60,7 +55,7 @@ TEST_CASE("a job loaded from its file (mapped) equals the job loaded from its te
   for (const auto& path : validJobs()) {
     INFO(path.string());
     auto mapped = loadJob(path.string());
-    auto copied = loadJobFromText(readFile(path), path.string());
+    auto copied = loadJobFromText(spopt::test::readFileBytes(path), path.string());
     CHECK(jobToString(*mapped) == jobToString(*copied));
   }
 }
@@ -68,7 +63,7 @@ TEST_CASE("a job loaded from its file (mapped) equals the job loaded from its te
 TEST_CASE("files ending at or near a page boundary load (the padding lies past the mapping)", "[io]") {
   auto jobs = validJobs();
   auto smallest = *std::min_element(jobs.begin(), jobs.end(), [](auto& a, auto& b) { return fs::file_size(a) < fs::file_size(b); });
-  std::string text = readFile(smallest);
+  std::string text = spopt::test::readFileBytes(smallest);
   while (text.back() == '\n' || text.back() == ' ') text.pop_back();
   REQUIRE(text.size() < 4095);
   fs::path file = fs::temp_directory_path() / ("spopt-page-" + std::to_string(::getpid()) + ".json");
@@ -86,7 +81,7 @@ TEST_CASE("a loaded job keeps no view of its file, which is unmapped when loadin
   // An escaped "programs" key makes the top-level scan give up, so the whole document is parsed
   // from the mapping (the path where the header's text used to view the file's bytes); the
   // job's format, key names and unknown top-level keys must all live in its arenas.
-  std::string text = readFile(validJobs().front());
+  std::string text = spopt::test::readFileBytes(validJobs().front());
   auto at = text.find("\"programs\"");
   REQUIRE(at != std::string::npos);
   text.replace(at, 10, "\"progr\\u0061ms\"");
@@ -126,7 +121,7 @@ TEST_CASE("a failed write leaves the destination untouched and no temp file", "[
     f.write("partial new content");
     // destroyed without commit: as if an error was thrown mid-write
   }
-  CHECK(readFile(dest) == "old");
+  CHECK(spopt::test::readFileBytes(dest) == "old");
   size_t files = 0;
   for (auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   CHECK(files == 1);

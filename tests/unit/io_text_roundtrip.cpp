@@ -1,6 +1,8 @@
 // The text form (io/text_writer.h, io/text_reader.h): JSON -> text -> job -> text is exact, JSON
 // -> text -> JSON keeps everything the text shows, and bad text gets one FILE:LINE:COL line.
 #include <catch2/catch.hpp>
+
+#include "test_files.h"
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,13 +20,6 @@ using namespace spopt;
 using J = nlohmann::ordered_json;
 
 namespace {
-
-std::string readAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<fs::path> jobFiles() {
   std::vector<fs::path> out;
@@ -54,7 +49,7 @@ J shown(const J& job) {
   return out;
 }
 
-std::string errorOf(std::string_view text, const std::string& name = "t.sptxt") {
+std::string textErrorOf(std::string_view text, const std::string& name = "t.sptxt") {
   try {
     loadJobFromText(text, name);
   } catch (const InputError& e) {
@@ -98,7 +93,7 @@ TEST_CASE("every testdata job: JSON -> text -> job -> text is identical", "[io][
 TEST_CASE("every testdata job: JSON -> text -> JSON keeps everything the text shows", "[io][text]") {
   for (const auto& path : jobFiles()) {
     INFO(path.string());
-    std::string json = readAll(path);
+    std::string json = spopt::test::readFileBytes(path);
     auto via_text = loadJobFromText(jobToText(*loadJobFromText(json, "j")), "t.sptxt");
     CHECK(shown(J::parse(jobToString(*via_text))) == shown(J::parse(json)));
   }
@@ -172,20 +167,20 @@ TEST_CASE("bad text: one FILE:LINE:COL line", "[io][text]") {
     t.replace(t.find(from), from.size(), to);
     return t;
   };
-  CHECK(errorOf(replace("  }\n}\n", "  }\n")) == "t.sptxt:14:1: expected \"}\" to close rank 0 (opened at line 6)");
-  CHECK(errorOf(replace("X=[x]", "X=[q]")) == "t.sptxt:11:26: var \"q\" is not declared in block 0 or its ancestors");
-  CHECK(errorOf(replace("x : float32", "x : float8")) ==
+  CHECK(textErrorOf(replace("  }\n}\n", "  }\n")) == "t.sptxt:14:1: expected \"}\" to close rank 0 (opened at line 6)");
+  CHECK(textErrorOf(replace("X=[x]", "X=[q]")) == "t.sptxt:11:26: var \"q\" is not declared in block 0 or its ancestors");
+  CHECK(textErrorOf(replace("x : float32", "x : float8")) ==
         "t.sptxt:8:13: unknown dtype \"float8\" (expected float32, float64, float16, bfloat16, int32, int64, bool or uint8)");
-  CHECK(errorOf(replace("{scale=1.0,", "{scale=1.,")) == "t.sptxt:11:37: malformed number");
-  CHECK(errorOf(replace("#mp,", "#mq,")) == "t.sptxt:9:45: alias #mq is not defined above");
-  CHECK(errorOf(replace("var z", "var y")) == "t.sptxt:10:9: var \"y\" is declared twice in this block");
-  CHECK(errorOf(replace("world_size 2", "world_size 0")) == "t.sptxt:2:12: world_size must be between 1 and 16777216");
-  CHECK(errorOf(replace("text 1", "text 2")) == "t.sptxt:1:21: format version 2 is not supported (this build reads version 1)");
-  CHECK(errorOf(replace("{ring_id=0}", "{ring_id=0} extra")) == "t.sptxt:12:52: unexpected \"extra\" after the op");
-  CHECK(errorOf(replace("[8,4]\n    var y", "[8,-2]\n    var y")) ==
+  CHECK(textErrorOf(replace("{scale=1.0,", "{scale=1.,")) == "t.sptxt:11:37: malformed number");
+  CHECK(textErrorOf(replace("#mp,", "#mq,")) == "t.sptxt:9:45: alias #mq is not defined above");
+  CHECK(textErrorOf(replace("var z", "var y")) == "t.sptxt:10:9: var \"y\" is declared twice in this block");
+  CHECK(textErrorOf(replace("world_size 2", "world_size 0")) == "t.sptxt:2:12: world_size must be between 1 and 16777216");
+  CHECK(textErrorOf(replace("text 1", "text 2")) == "t.sptxt:1:21: format version 2 is not supported (this build reads version 1)");
+  CHECK(textErrorOf(replace("{ring_id=0}", "{ring_id=0} extra")) == "t.sptxt:12:52: unexpected \"extra\" after the op");
+  CHECK(textErrorOf(replace("[8,4]\n    var y", "[8,-2]\n    var y")) ==
         "t.sptxt:8:20: negative dimension -2 (only -1, unknown, is allowed)");
-  CHECK(errorOf("sp-opt.program text 1\n") == "t.sptxt:1:1: the job lacks a \"world_size N\" line");
-  CHECK(errorOf(std::string(kSmall) + "\xff\n") == "t.sptxt:15:1: invalid UTF-8");
+  CHECK(textErrorOf("sp-opt.program text 1\n") == "t.sptxt:1:1: the job lacks a \"world_size N\" line");
+  CHECK(textErrorOf(std::string(kSmall) + "\xff\n") == "t.sptxt:15:1: invalid UTF-8");
 }
 
 TEST_CASE("the loader tells text from JSON by content", "[io][text]") {
@@ -196,7 +191,7 @@ TEST_CASE("the loader tells text from JSON by content", "[io][text]") {
   CHECK(isTextJobPath("out.sptxt"));
   CHECK_FALSE(isTextJobPath("out.json"));
   // Not text: the JSON loader's messages are unchanged.
-  CHECK(errorOf("sp-opt.program\n", "x.json").rfind("x.json: ", 0) == 0);
+  CHECK(textErrorOf("sp-opt.program\n", "x.json").rfind("x.json: ", 0) == 0);
 }
 
 TEST_CASE("print --rank: the header stays, one program is printed", "[io][text]") {

@@ -13,7 +13,7 @@ namespace {
 
 std::string printed(std::string_view text) { return jobToText(*loadJobFromText(text, "t.sptxt")); }
 
-std::string errorOf(std::string_view text) {
+std::string spmdErrorOf(std::string_view text) {
   try {
     loadJobFromText(text, "t.sptxt");
   } catch (const InputError& e) {
@@ -67,7 +67,7 @@ TEST_CASE("SPMD shorthand: bad shorthand is one FILE:LINE:COL line", "[io][text]
   auto with = [&](std::string from, std::string to) {
     std::string s = std::string(kHeader) + kShorthand;
     s.replace(s.find(from), from.size(), to);
-    return errorOf(s);
+    return spmdErrorOf(s);
   };
   CHECK(with("rank 0..1", "rank 1..0") == "t.sptxt:4:6: empty rank range 1..0 (the first rank comes first)");
   CHECK(with("rank 0..1", "rank 0..") == "t.sptxt:4:9: expected a rank number after \"..\", found \" \"");
@@ -86,8 +86,8 @@ TEST_CASE("SPMD shorthand: bad shorthand is one FILE:LINE:COL line", "[io][text]
   // An error on a line of rank 1 only says which rank was being read.
   CHECK(with("relu(X=[z])", "relu(X=[q])") ==
         "t.sptxt:13:33: var \"q\" is not declared in block 0 or its ancestors (reading rank 1 of rank 0..1)");
-  CHECK(errorOf(std::string(kHeader) + "mesh #m = $rank\n") == "t.sptxt:4:11: expected a JSON value, found \"$rank\"");
-  CHECK(errorOf(std::string(kHeader) + "dist #d = {chunk_id=$rank}\n") == "t.sptxt:4:21: $rank is only defined inside a rank section");
+  CHECK(spmdErrorOf(std::string(kHeader) + "mesh #m = $rank\n") == "t.sptxt:4:11: expected a JSON value, found \"$rank\"");
+  CHECK(spmdErrorOf(std::string(kHeader) + "dist #d = {chunk_id=$rank}\n") == "t.sptxt:4:21: $rank is only defined inside a rank section");
 }
 
 TEST_CASE("print --spmd: identical consecutive ranks fold, and read back to the same job", "[io][text][spmd]") {

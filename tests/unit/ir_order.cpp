@@ -11,7 +11,7 @@ using namespace spopt;
 
 namespace {
 // a -> relu -> b -> relu -> c -> scale -> d, then c_allreduce_sum d -> e (legacy dialect).
-const char* kJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
+const char* kOrderJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
  "process_groups":[{"ring_id":0,"ranks":[0,1]}],
  "programs":[{"rank":0,"fetch":["e"],"blocks":[{"idx":0,"parent_idx":-1,
   "vars":[{"name":"a","shape":[4,8],"dtype":"float32","dist_attr":{"dims_mapping":[-1,-1],"chunk_id":0}},
@@ -23,7 +23,7 @@ const char* kJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
          {"type":"c_allreduce_sum","inputs":{"X":["d"]},"outputs":{"Out":["e"]},"attrs":{"ring_id":0,"op_role":18},
           "dist_attr":{"execution_stream":"comm","event_to_record":"ev1","events_to_wait":["ev0"],"stream_priority":-1,"scheduling_priority":3}}]}]}]})";
 
-std::vector<Op*> opsOf(Block& b) {
+std::vector<Op*> opPointers(Block& b) {
   std::vector<Op*> v;
   for (Op& o : b.ops) v.push_back(&o);
   return v;
@@ -31,9 +31,9 @@ std::vector<Op*> opsOf(Block& b) {
 }  // namespace
 
 TEST_CASE("moveOp keeps id, address and def-use; positions follow", "[ir][order]") {
-  auto job = loadJobFromText(kJob, "t.json");
+  auto job = loadJobFromText(kOrderJob, "t.json");
   Block& b = *job->programs[0]->blocks[0];
-  auto ops = opsOf(b);
+  auto ops = opPointers(b);
   Op* scale = ops[2];
   uint32_t id = scale->id;
   Var* c = b.lookup("c");
@@ -77,9 +77,9 @@ TEST_CASE("moveOp keeps id, address and def-use; positions follow", "[ir][order]
 }
 
 TEST_CASE("op builder makes collectives in the program's dialect", "[ir][builder]") {
-  auto job = loadJobFromText(kJob, "t.json");
+  auto job = loadJobFromText(kOrderJob, "t.json");
   Block& b = *job->programs[0]->blocks[0];
-  auto ops = opsOf(b);
+  auto ops = opPointers(b);
   CHECK(job->programs[0]->dialect == Dialect::Legacy);
   OpBuilder ob(b);
   Var* x = b.lookup("c");
@@ -124,9 +124,9 @@ TEST_CASE("op builder makes collectives in the program's dialect", "[ir][builder
 }
 
 TEST_CASE("phase and stream accessors", "[ir][role]") {
-  auto job = loadJobFromText(kJob, "t.json");
+  auto job = loadJobFromText(kOrderJob, "t.json");
   Block& b = *job->programs[0]->blocks[0];
-  auto ops = opsOf(b);
+  auto ops = opPointers(b);
   CHECK(phaseOf(*ops[0]) == Phase::Forward);
   CHECK(phaseOf(*ops[1]) == Phase::Backward);
   CHECK(phaseOf(*ops[2]) == Phase::LossGrad);

@@ -10,7 +10,7 @@ struct EwCase {
   int axis;
 };
 
-const std::vector<EwCase>& cases() {
+const std::vector<EwCase>& elementwiseCases() {
   static const std::vector<EwCase> c{
       {{3, 4}, {3, 4}, -1},        // same shape
       {{2, 3, 8}, {8}, -1},        // bias over trailing dim
@@ -73,7 +73,7 @@ Tensor runForward(const char* type, const Tensor& x, const Tensor& y, int axis, 
 TEST_CASE("elementwise_add and elementwise_mul match a float64 reference", "[kernels]") {
   for (bool mul : {false, true})
     for (DType t : floatTypes())
-      for (const EwCase& c : cases()) {
+      for (const EwCase& c : elementwiseCases()) {
         CAPTURE(mul, dimsJson(c.x), dimsJson(c.y), c.axis, spopt::dtypeName(t));
         Tensor x = randomTensor(t, c.x), y = randomTensor(t, c.y);
         Dims os;
@@ -84,7 +84,7 @@ TEST_CASE("elementwise_add and elementwise_mul match a float64 reference", "[ker
 
 TEST_CASE("elementwise_add_grad and elementwise_mul_grad match finite differences", "[kernels]") {
   for (bool mul : {false, true})
-    for (const EwCase& c : cases()) {
+    for (const EwCase& c : elementwiseCases()) {
       CAPTURE(mul, dimsJson(c.x), dimsJson(c.y), c.axis);
       const char* type = mul ? "elementwise_mul" : "elementwise_add";
       std::map<std::string, std::vector<double>> in{{"X", randomValues(numel(c.x))}, {"Y", randomValues(numel(c.y))}};

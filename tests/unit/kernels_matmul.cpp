@@ -56,7 +56,7 @@ std::vector<double> refMatmul(const std::vector<double>& x, Dims xs, const std::
   return out;
 }
 
-const std::vector<MatCase>& cases() {
+const std::vector<MatCase>& matmulCases() {
   static const std::vector<MatCase> c{
       {{4, 3}, {3, 5}, false, false},
       {{3, 4}, {3, 5}, true, false},
@@ -86,7 +86,7 @@ spopt::rt::Tensor runMatmul(const Tensor& x, const Tensor& y, bool tx, bool ty, 
 
 TEST_CASE("matmul_v2 matches a float64 reference", "[kernels]") {
   for (DType t : floatTypes())
-    for (const MatCase& mc : cases()) {
+    for (const MatCase& mc : matmulCases()) {
       CAPTURE(dimsJson(mc.x), dimsJson(mc.y), mc.tx, mc.ty, spopt::dtypeName(t));
       Tensor x = randomTensor(t, mc.x), y = randomTensor(t, mc.y);
       Dims os;
@@ -96,7 +96,7 @@ TEST_CASE("matmul_v2 matches a float64 reference", "[kernels]") {
 }
 
 TEST_CASE("matmul_v2_grad matches finite differences and a float32 run", "[kernels]") {
-  for (const MatCase& mc : cases()) {
+  for (const MatCase& mc : matmulCases()) {
     CAPTURE(dimsJson(mc.x), dimsJson(mc.y), mc.tx, mc.ty);
     std::map<std::string, std::vector<double>> in{{"X", randomValues(numel(mc.x))}, {"Y", randomValues(numel(mc.y))}};
     Dims os;

@@ -11,7 +11,7 @@ struct NormCase {
   bool scale, bias;
 };
 
-const std::vector<NormCase>& cases() {
+const std::vector<NormCase>& normCases() {
   static const std::vector<NormCase> c{
       {{4, 6}, 1, true, true},
       {{2, 3, 8}, 2, true, true},
@@ -73,7 +73,7 @@ NormOut runLayerNorm(const NormCase& c, DType t, const std::vector<double>& x, c
 }  // namespace
 
 TEST_CASE("layer_norm matches a float64 reference", "[kernels]") {
-  for (const NormCase& c : cases())
+  for (const NormCase& c : normCases())
     for (DType t : floatTypes()) {
       CAPTURE(dimsJson(c.x), c.begin, c.scale, c.bias, spopt::dtypeName(t));
       Split s = split(c);
@@ -90,7 +90,7 @@ TEST_CASE("layer_norm matches a float64 reference", "[kernels]") {
 }
 
 TEST_CASE("layer_norm_grad matches finite differences for X, Scale and Bias", "[kernels]") {
-  for (const NormCase& c : cases()) {
+  for (const NormCase& c : normCases()) {
     CAPTURE(dimsJson(c.x), c.begin, c.scale, c.bias);
     Split s = split(c);
     std::map<std::string, std::vector<double>> in{

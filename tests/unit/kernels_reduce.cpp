@@ -11,7 +11,7 @@ struct RedCase {
   bool keep, all;
 };
 
-const std::vector<RedCase>& cases() {
+const std::vector<RedCase>& reduceCases() {
   static const std::vector<RedCase> c{
       {{3, 4}, {0}, false, false},
       {{3, 4}, {1}, true, false},
@@ -68,7 +68,7 @@ Tensor runReduce(const char* type, const RedCase& c, const Tensor& x, const Dims
 
 TEST_CASE("reduce_sum and reduce_mean match a float64 reference; grads match finite differences", "[kernels]") {
   for (bool mean : {false, true})
-    for (const RedCase& c : cases()) {
+    for (const RedCase& c : reduceCases()) {
       CAPTURE(mean, dimsJson(c.x), dimsJson(c.dim), c.keep, c.all);
       const char* type = mean ? "reduce_mean" : "reduce_sum";
       Dims os;

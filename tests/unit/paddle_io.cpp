@@ -2,6 +2,8 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <catch2/catch.hpp>
+
+#include "test_files.h"
 #include <fstream>
 #include <sstream>
 
@@ -15,17 +17,11 @@ using namespace spopt::paddle;
 using google::protobuf::util::MessageDifferencer;
 
 namespace {
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 }  // namespace
 
 TEST_CASE("every real ProgramDesc comes back as the same message", "[paddle]") {
   for (const char* name : {"lite_simple_model.pdmodel", "handwriting_mlp__model__", "lite_mobilenet_v1__model__"}) {
-    std::string bytes = readAll(std::string(SPOPT_SOURCE_DIR) + "/testdata/paddle/" + name);
+    std::string bytes = spopt::test::readFileBytes(std::string(SPOPT_SOURCE_DIR) + "/testdata/paddle/" + name);
     REQUIRE(!bytes.empty());
     pb::ProgramDesc original;
     REQUIRE(original.ParseFromString(bytes));

@@ -10,7 +10,7 @@ using namespace spopt;
 
 namespace {
 
-const char* kJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
+const char* kManagerJob = R"({"format":"sp-opt.program","version":1,"world_size":2,
  "process_groups":[{"ring_id":0,"ranks":[0,1]}],
  "programs":[
   {"rank":0,"fetch":["z"],"blocks":[{"idx":0,"parent_idx":-1,
@@ -72,7 +72,7 @@ PassRegistry registry() {
 
 TEST_CASE("passes run in order and report statistics", "[passes][manager]") {
   auto reg = registry();
-  auto job = loadJobFromText(kJob, "job.json");
+  auto job = loadJobFromText(kManagerJob, "job.json");
   std::vector<std::string> log;
   g_log = &log;
   std::vector<std::string> seen_after;
@@ -95,7 +95,7 @@ TEST_CASE("passes run in order and report statistics", "[passes][manager]") {
 
 TEST_CASE("explain records are kept only when asked for", "[passes][manager]") {
   auto reg = registry();
-  auto job = loadJobFromText(kJob, "job.json");
+  auto job = loadJobFromText(kManagerJob, "job.json");
   auto res = runPipeline(parsePipeline("log-a", reg), *job);
   REQUIRE(res.runs.size() == 1);
   CHECK(res.runs[0].stats.refused.at("because") == 1);
@@ -104,7 +104,7 @@ TEST_CASE("explain records are kept only when asked for", "[passes][manager]") {
 
 TEST_CASE("a pass that breaks an invariant stops the pipeline and is named", "[passes][manager]") {
   auto reg = registry();
-  auto job = loadJobFromText(kJob, "job.json");
+  auto job = loadJobFromText(kManagerJob, "job.json");
   std::vector<std::string> log;
   g_log = &log;
   auto res = runPipeline(parsePipeline("log-a,break,log-b", reg), *job);
@@ -122,7 +122,7 @@ TEST_CASE("a pass that breaks an invariant stops the pipeline and is named", "[p
 
 TEST_CASE("the fusion pass in the pipeline: rewritten jobs verify, the empty pipeline changes nothing",
           "[passes][manager]") {
-  auto job = loadJobFromText(kJob, "job.json");
+  auto job = loadJobFromText(kManagerJob, "job.json");
   std::string before = jobToString(*job);
   auto none = runPipeline(parsePipeline("", PassRegistry::builtin()), *job);
   CHECK(none.ok);

@@ -25,7 +25,7 @@ PassRegistry testRegistry() {
   return r;
 }
 
-std::string errorOf(std::string_view text) {
+std::string pipelineErrorOf(std::string_view text) {
   auto reg = testRegistry();
   try {
     parsePipeline(text, reg);
@@ -73,29 +73,29 @@ TEST_CASE("typed options", "[passes][pipeline]") {
 }
 
 TEST_CASE("unknown passes and options list the valid names", "[passes][pipeline]") {
-  CHECK(errorOf("alpha,gamma") == "--passes: unknown pass \"gamma\"; valid passes: alpha, beta-2");
-  CHECK(errorOf("alpha{nope=1}") == "--passes: pass alpha has no option \"nope\"; valid options: flag, count, label");
-  CHECK(errorOf("beta-2{x=1}") == "--passes: pass beta-2 has no option \"x\"; valid options: (none)");
+  CHECK(pipelineErrorOf("alpha,gamma") == "--passes: unknown pass \"gamma\"; valid passes: alpha, beta-2");
+  CHECK(pipelineErrorOf("alpha{nope=1}") == "--passes: pass alpha has no option \"nope\"; valid options: flag, count, label");
+  CHECK(pipelineErrorOf("beta-2{x=1}") == "--passes: pass beta-2 has no option \"x\"; valid options: (none)");
 }
 
 TEST_CASE("bad option values", "[passes][pipeline]") {
-  CHECK(errorOf("alpha{flag=yes}") == "--passes: option flag of pass alpha takes true or false, got \"yes\"");
-  CHECK(errorOf("alpha{count=1.5}") == "--passes: option count of pass alpha takes an integer, got \"1.5\"");
-  CHECK(errorOf("alpha{count=}") == "--passes: option count of pass alpha takes an integer, got \"\"");
-  CHECK(errorOf("alpha{count=99999999999999999999}").find("takes an integer") != std::string::npos);
-  CHECK(errorOf("alpha{flag}") == "--passes: option flag of pass alpha needs a value (flag=...)");
-  CHECK(errorOf("alpha{flag=true,flag=false}") == "--passes: option flag of pass alpha is given twice");
+  CHECK(pipelineErrorOf("alpha{flag=yes}") == "--passes: option flag of pass alpha takes true or false, got \"yes\"");
+  CHECK(pipelineErrorOf("alpha{count=1.5}") == "--passes: option count of pass alpha takes an integer, got \"1.5\"");
+  CHECK(pipelineErrorOf("alpha{count=}") == "--passes: option count of pass alpha takes an integer, got \"\"");
+  CHECK(pipelineErrorOf("alpha{count=99999999999999999999}").find("takes an integer") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha{flag}") == "--passes: option flag of pass alpha needs a value (flag=...)");
+  CHECK(pipelineErrorOf("alpha{flag=true,flag=false}") == "--passes: option flag of pass alpha is given twice");
 }
 
 TEST_CASE("syntax errors", "[passes][pipeline]") {
-  CHECK(errorOf("alpha,,beta-2").find("empty pass name") != std::string::npos);
-  CHECK(errorOf("alpha,").find("empty pass name") != std::string::npos);
-  CHECK(errorOf("alpha{flag=true").find("missing '}'") != std::string::npos);
-  CHECK(errorOf("alpha}").find("'}' without '{'") != std::string::npos);
-  CHECK(errorOf("alpha{flag={x}}").find("'{' inside options") != std::string::npos);
-  CHECK(errorOf("alpha{flag=true}x").find("text after '}'") != std::string::npos);
-  CHECK(errorOf("alpha{flag=true}{count=1}").find("two option lists") != std::string::npos);
-  CHECK(errorOf("Alpha").find("bad pass name \"Alpha\"; valid passes: alpha, beta-2") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha,,beta-2").find("empty pass name") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha,").find("empty pass name") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha{flag=true").find("missing '}'") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha}").find("'}' without '{'") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha{flag={x}}").find("'{' inside options") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha{flag=true}x").find("text after '}'") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha{flag=true}{count=1}").find("two option lists") != std::string::npos);
+  CHECK(pipelineErrorOf("Alpha").find("bad pass name \"Alpha\"; valid passes: alpha, beta-2") != std::string::npos);
 }
 
 TEST_CASE("the default pipeline parses against the built-in registry", "[passes][pipeline]") {

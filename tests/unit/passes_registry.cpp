@@ -6,12 +6,12 @@
 using namespace spopt;
 
 namespace {
-class NoopPass : public Pass {
+class RegistryNoopPass : public Pass {
  public:
   bool run(Job&, PassContext&) override { return false; }
 };
 PassInfo info(std::string name) {
-  return {std::move(name), "test", {}, [](const OptionValues&) { return std::make_unique<NoopPass>(); }};
+  return {std::move(name), "test", {}, [](const OptionValues&) { return std::make_unique<RegistryNoopPass>(); }};
 }
 }  // namespace
 

@@ -50,7 +50,7 @@ Results runRanks(const Job& job, std::vector<int64_t> ranks, F body, std::chrono
   return outs;
 }
 
-std::string errorOf(std::function<void()> f) {
+std::string communicatorErrorOf(std::function<void()> f) {
   try {
     f();
   } catch (const std::exception& e) {
@@ -133,7 +133,7 @@ TEST_CASE("all-gather concatenates along axis 0 in group order; broadcast copies
 TEST_CASE("a mismatched collective is an error naming both ranks and ops, not a hang", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
   auto start = std::chrono::steady_clock::now();
-  std::string err = errorOf([&] {
+  std::string err = communicatorErrorOf([&] {
     runRanks(job, {0, 1}, [](int64_t r, Communicator& c) {
       Tensor in = input(r, {4, 2});
       if (r == 0) {
@@ -155,7 +155,7 @@ TEST_CASE("a mismatched collective is an error naming both ranks and ops, not a 
 
 TEST_CASE("a size or dtype mismatch is caught too", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
-  std::string err = errorOf([&] {
+  std::string err = communicatorErrorOf([&] {
     runRanks(job, {0, 1}, [](int64_t r, Communicator& c) {
       Tensor in(r == 0 ? DType::Float32 : DType::Float64, {4}), out(r == 0 ? DType::Float32 : DType::Float64, {4});
       c.allReduce(0, in, out, ReduceOp::Sum, desc("c_allreduce_sum", r));
@@ -168,7 +168,7 @@ TEST_CASE("a size or dtype mismatch is caught too", "[runtime][comm]") {
 TEST_CASE("a rank that ends without issuing the collective fails the waiting rank at once", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
   auto start = std::chrono::steady_clock::now();
-  std::string err = errorOf([&] {
+  std::string err = communicatorErrorOf([&] {
     runRanks(job, {0, 1}, [](int64_t r, Communicator& c) {
       Tensor in = input(r, {2}), out(DType::Float32, {2});
       if (r == 0) c.allReduce(0, in, out, ReduceOp::Sum, desc("c_allreduce_sum", 0));
@@ -183,7 +183,7 @@ TEST_CASE("a rank that ends without issuing the collective fails the waiting ran
 TEST_CASE("every wait has a timeout", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
   auto start = std::chrono::steady_clock::now();
-  std::string err = errorOf([&] {
+  std::string err = communicatorErrorOf([&] {
     runRanks(
         job, {0, 1},
         [](int64_t r, Communicator& c) {
@@ -201,7 +201,7 @@ TEST_CASE("every wait has a timeout", "[runtime][comm]") {
 TEST_CASE("a failing rank stops the others with its own error", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1, 2}}});
   auto start = std::chrono::steady_clock::now();
-  std::string err = errorOf([&] {
+  std::string err = communicatorErrorOf([&] {
     runRanks(job, {0, 1, 2}, [](int64_t r, Communicator& c) -> Tensor {
       if (r == 2) throw InputError("t.json", "/programs/2", "kernel failed on rank 2");
       Tensor in = input(r, {2}), out(DType::Float32, {2});
@@ -215,7 +215,7 @@ TEST_CASE("a failing rank stops the others with its own error", "[runtime][comm]
 
 TEST_CASE("collective shapes are checked against the rule", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
-  std::string err = errorOf([&] {
+  std::string err = communicatorErrorOf([&] {
     runRanks(job, {0, 1}, [](int64_t r, Communicator& c) {
       Tensor in = input(r, {3, 2}), out(DType::Float32, {1, 2});
       c.reduceScatter(0, in, out, desc("c_reducescatter", r));
@@ -223,7 +223,7 @@ TEST_CASE("collective shapes are checked against the rule", "[runtime][comm]") {
     });
   });
   CHECK_THAT(err, Catch::Contains("axis 0 of the input (3) is not divisible by the group size 2"));
-  err = errorOf([&] {
+  err = communicatorErrorOf([&] {
     runRanks(job, {0}, [](int64_t r, Communicator& c) {
       Tensor in = input(r, {2}), out(DType::Float32, {2});
       c.allReduce(9, in, out, ReduceOp::Sum, desc("c_allreduce_sum", r));

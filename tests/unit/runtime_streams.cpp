@@ -39,7 +39,7 @@ std::vector<std::string> waits(const StreamPlan& plan, size_t i) {
   return w;
 }
 
-RankRun runOne(const Job& job, bool single_stream) {
+RankRun runWithStreams(const Job& job, bool single_stream) {
   auto backend = makeLocalBackend({});
   RankRun out;
   backend->run({0}, [&](int64_t rank, CommFactory& comms) {
@@ -83,7 +83,7 @@ TEST_CASE("an in-place write waits for the readers of the old value on other str
   StreamPlan plan = planStreams(p, entryBlock(p), true);
   CHECK(waits(plan, 2) == std::vector<std::string>{"side:1@1"});
   CHECK(waits(plan, 3) == std::vector<std::string>{"default:2@2"});  // op 2 is the 2nd op of default
-  RankRun streamed = runOne(*job, false), single = runOne(*job, true);
+  RankRun streamed = runWithStreams(*job, false), single = runWithStreams(*job, true);
   REQUIRE(streamed.kept.size() == single.kept.size());
   for (size_t i = 0; i < single.kept.size(); ++i) CHECK(tensorChecksum(streamed.kept[i].second) == tensorChecksum(single.kept[i].second));
 }
@@ -111,7 +111,7 @@ TEST_CASE("a buffer read on two streams is released after both readers, and the 
                                      add("c", "d", "h")),
                              "t.json");
   for (int rep = 0; rep < 20; ++rep) {
-    RankRun streamed = runOne(*job, false), single = runOne(*job, true);
+    RankRun streamed = runWithStreams(*job, false), single = runWithStreams(*job, true);
     REQUIRE(streamed.kept.size() == 2);  // h, p
     CHECK(tensorChecksum(streamed.kept[0].second) == tensorChecksum(single.kept[0].second));
     CHECK(streamed.peak_bytes <= 5 * 8 * sizeof(float));  // never all 8 vars at once
@@ -119,7 +119,7 @@ TEST_CASE("a buffer read on two streams is released after both readers, and the 
     CHECK(streamed.events[1].stream == "side");
     CHECK(streamed.events[2].stream == "default");
   }
-  std::map<int64_t, nlohmann::ordered_json> by_rank{{0, eventsToJson(runOne(*job, false).events)}};
+  std::map<int64_t, nlohmann::ordered_json> by_rank{{0, eventsToJson(runWithStreams(*job, false).events)}};
   auto trace = nlohmann::json::parse(chromeTrace(by_rank));
   std::set<int64_t> tids;
   for (const auto& e : trace["traceEvents"])

@@ -38,7 +38,28 @@ constexpr std::array<std::pair<const char*, const char*>, 10> kAttrIds{{
     {"1.a_intarray", "intarray"},
     {"1.a_layout", "layout"},
 }};
+
+constexpr std::array<std::pair<const char*, const char*>, 8> kTextKinds{{
+    {"Int32", "int32"},       {"Int64", "int64"},        {"Float", "float32"},
+    {"Double", "float64"},    {"pd_op.DataType", "dtype"}, {"pd_op.Place", "place"},
+    {"pd_op.IntArray", "intarray"}, {"pd_op.DataLayout", "layout"}}};
 }  // namespace
+
+std::string attrTypeOfTextKind(std::string_view kind) {
+  for (const auto& [text, shared] : kTextKinds)
+    if (kind == text) return shared;
+  return std::string(kind);
+}
+std::string textKindOfAttrType(std::string_view type) {
+  for (const auto& [text, shared] : kTextKinds)
+    if (type == shared) return text;
+  return std::string(type);
+}
+std::optional<std::string> textTypeOfDtype(std::string_view dtype) {
+  for (const auto& d : kDTypes)
+    if (dtype == d.dtype) return d.text;
+  return std::nullopt;
+}
 
 std::optional<std::string> dtypeOfJsonType(std::string_view id) {
   for (const auto& d : kDTypes)

@@ -32,6 +32,12 @@ std::string slotName(const char* prefix, size_t i);  // ("in", 0) -> "in0"
 std::optional<std::string> dtypeOfJsonType(std::string_view id);
 std::optional<std::string> jsonTypeOfDtype(std::string_view dtype);
 std::optional<std::string> dtypeOfTextType(std::string_view spelling);
+std::optional<std::string> textTypeOfDtype(std::string_view dtype);
+
+// Attribute kinds as PIR text prints them ("Int32", "pd_op.DataType") <-> the shared vocabulary
+// ("int32", "dtype"); a name with no counterpart comes back unchanged.
+std::string attrTypeOfTextKind(std::string_view kind);
+std::string textKindOfAttrType(std::string_view type);
 
 // Attribute type names: PIR JSON attribute ids <-> the shared vocabulary (unknown ids unchanged).
 std::string attrTypeOfJsonId(std::string_view id);

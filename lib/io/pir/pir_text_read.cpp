@@ -16,12 +16,6 @@
 namespace spopt::pir {
 namespace {
 
-// Attribute kinds as the text prints them, in the shared vocabulary of pir_common.h.
-constexpr std::pair<const char*, const char*> kKinds[] = {
-    {"Int32", "int32"},       {"Int64", "int64"},        {"Float", "float32"},
-    {"Double", "float64"},    {"pd_op.DataType", "dtype"}, {"pd_op.Place", "place"},
-    {"pd_op.IntArray", "intarray"}, {"pd_op.DataLayout", "layout"}};
-
 struct Type {
   std::string text;                 // as written, whitespace removed
   std::vector<Type> elements;       // of a vec
@@ -200,9 +194,7 @@ class Parser {
       ++pos_;
       std::string kind = name("an attribute kind");
       expect(')');
-      std::string k = kind;
-      for (const auto& [text, shared] : kKinds)
-        if (kind == text) k = shared;
+      std::string k = attrTypeOfTextKind(kind);
       type = k;
       size_t tok_pos = pos_;
       std::string tok = token();

@@ -11,14 +11,6 @@
 namespace spopt::pir {
 namespace {
 
-constexpr std::pair<const char*, const char*> kKinds[] = {
-    {"int32", "Int32"},       {"int64", "Int64"},           {"float32", "Float"},
-    {"float64", "Double"},    {"dtype", "pd_op.DataType"},  {"place", "pd_op.Place"},
-    {"intarray", "pd_op.IntArray"}, {"layout", "pd_op.DataLayout"}};
-constexpr std::pair<const char*, const char*> kDTypes[] = {
-    {"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"},
-    {"int32", "i32"},   {"int64", "i64"},   {"bool", "b"},      {"uint8", "u8"}};
-
 class TextWriter {
  public:
   TextWriter(const ojson& p, std::string where) : program_(p), where_(std::move(where)) {}
@@ -80,13 +72,11 @@ class TextWriter {
     return fresh;
   }
   std::string tensorType(const ojson& shape, const std::string& dtype, size_t i) const {
-    const char* t = nullptr;
-    for (const auto& [d, s] : kDTypes)
-      if (dtype == d) t = s;
+    std::optional<std::string> t = textTypeOfDtype(dtype);
     if (!t) fail(i, "dtype \"" + dtype + "\" has no PIR text spelling");
     std::string out = "builtin.tensor<";
     for (const auto& d : shape) out += d.dump() + "x";
-    return out + t + ">";
+    return out + *t + ">";
   }
 
   static ojson inferType(const ojson& v) {
@@ -112,9 +102,7 @@ class TextWriter {
     std::string t = type.is_string() ? type.get<std::string>() : "str";
     if (t == "bool") return v.dump();
     if (t == "str") return "\"" + escape(v.is_string() ? v.get<std::string>() : v.dump()) + "\"";
-    std::string kind = t;
-    for (const auto& [shared, text] : kKinds)
-      if (t == shared) kind = text;
+    std::string kind = textKindOfAttrType(t);
     std::string body = v.is_string() ? v.get<std::string>() : v.dump();
     if (t == "place") body = "Place(" + body + ")";
     return "(" + kind + ")" + body;
