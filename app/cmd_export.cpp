@@ -25,12 +25,13 @@ int runExport(const Options& o) {
   // Read once (a FIFO or pipe cannot be read twice), then loaded and parsed from memory.
   std::string job_text = readInputFile(o.job);
   auto loaded = loadJobFromText(job_text, o.job);
-  // A legacy or current job exported as PIR is translated first, as Paddle's translator does it.
+  // A job exported to the other dialect's formats is translated first: legacy or current to PIR
+  // as Paddle's translator does it, PIR to legacy ops for pdmodel and program text.
   bool to_pir = format.name.starts_with("pir");
   bool translate = false;
-  for (const auto& p : loaded->programs) translate |= to_pir && p->dialect != Dialect::Pir;
+  for (const auto& p : loaded->programs) translate |= to_pir ? p->dialect != Dialect::Pir : p->dialect == Dialect::Pir;
   if (translate) {
-    translateToPir(*loaded);
+    to_pir ? translateToPir(*loaded) : translateToLegacy(*loaded);
     job_text = jobToString(*loaded);
   }
   keepUntilExit(std::move(loaded));

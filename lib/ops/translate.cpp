@@ -28,6 +28,8 @@ class PirTranslator {
     for (const OperandDef& o : def.outputs) addValues(op, old, o, false, n);
     addUnusedGrads(old, def, n);
     copyAttrs(op, def, n);
+    if (!kept_.empty()) n.attrRaw(kLegacySlotsAttr, stringArrayToRaw(kept_));
+    kept_.clear();
     if (def.collective == CollectiveKind::AllReduce && !op.attrs.has("reduce_type"))
       n.attrInt("reduce_type", static_cast<int>(r.spelling->reduce.value_or(ReduceOp::Sum)));
     if (op.hasDistAttr()) n.copyDistAttr(op.dist_attr);
@@ -45,12 +47,13 @@ class PirTranslator {
   void addValues(Op& op, const OpView& old, const OperandDef& o, bool input, NewOp& n) {
     const Slot* s = input ? old.input(o.name) : old.output(o.name);
     if (!s || s->args.empty()) return;
-    if (o.pir < 0) {
-      if (!o.reads_buffer) return;  // a shape record (XShape) PIR does without
-      fail(op, "slot " + std::string(o.name) + " has no PIR operand");
-    }
     std::vector<Var*> vars;
     for (const Arg& a : s->args) vars.push_back(a.var);
+    if (o.pir < 0) {
+      if (o.reads_buffer) fail(op, "slot " + std::string(o.name) + " has no PIR operand");
+      keep(o.name, vars);  // a shape record (XShape) PIR does without
+      return;
+    }
     if (vars.size() > 1) {
       if (!input) fail(op, "writes " + std::to_string(vars.size()) + " vars to " + std::string(o.name) + ": PIR has no such result");
       vars = {combine(op, vars)};
@@ -67,7 +70,16 @@ class PirTranslator {
       const Var* like = old.in(o.name.substr(0, o.name.size() - 5));
       if (!like) continue;
       n.output(o.name, {builder_.freshVar(std::string(like->name) + "@GRAD.unused", like->shape, like->dtype, like)});
+      keep(o.name, {});
     }
+  }
+
+  // A legacy slot PIR has no place for (or a result the legacy op lacked), kept by var name so
+  // that translating back (translateToLegacy) gives the same op.
+  void keep(std::string_view slot, const std::vector<Var*>& vars) {
+    std::string entry = std::string(slot) + "=";
+    for (size_t i = 0; i < vars.size(); ++i) entry += (i ? "," : "") + std::string(vars[i]->name);
+    kept_.push_back(std::move(entry));
   }
 
   Var* combine(const Op& op, const std::vector<Var*>& parts) {
@@ -116,7 +128,10 @@ class PirTranslator {
     int64_t axis = old.attrs.getInt("axis").value_or(0);
     Var* vec = builder_.freshVar(std::string(outs->args.front().var->name) + ".parts", {int64_t(k)}, x->dtype);
     NewOp s = builder_.create(opDef("split_with_num"));
-    s.input("X", {x}).output("Out", {vec}).attrInt("num", int64_t(k)).attrInt("axis", axis).copyAttrs(op, {"op_role", "op_namescope"});
+    s.input("X", {x}).output("Out", {vec}).attrInt("axis", axis);
+    for (const Member& m : op.attrs.items())
+      if (m.key != "axis") s.attrRaw(m.key, m.raw);  // num, sections, op_role...: kept in order
+    s.attrInt("num", int64_t(k));
     if (op.hasDistAttr()) s.copyDistAttr(op.dist_attr);
     s.insertBefore(op);
     for (size_t i = 0; i < k; ++i) {
@@ -148,6 +163,7 @@ class PirTranslator {
   Block& block_;
   OpBuilder builder_;
   Job& job_;
+  std::vector<std::string> kept_;  // legacy_slots of the op being translated
 };
 
 // In PIR every value is an op's result: the program's inputs become builtin.parameter

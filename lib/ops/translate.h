@@ -5,7 +5,9 @@
 // transpose_x), Scalar and IntArray attributes turned into pd_op.full / pd_op.full_int_array
 // operands, a split into pd_op.split_with_num + one builtin.slice per part, and a slot of several
 // vars (concat's X, add_n's X) into a builtin.combine vector. Var names, dist attrs, op_role and
-// the other attributes PIR does not define are kept.
+// the other attributes PIR does not define are kept. A legacy slot PIR has no place for (transpose2's
+// XShape) and a result PIR adds (an unused X@GRAD) are recorded in the attribute legacy_slots
+// ("XShape=t_0.tmp_1", "Y@GRAD="), so that legacy -> PIR -> legacy gives back the same job.
 #include "ir/ir.h"
 
 namespace spopt {
@@ -13,5 +15,13 @@ namespace spopt {
 // Rewrites every program of `job` that is not PIR into PIR. Throws InputError naming the op when
 // an op has no PIR spelling in the catalogue or a shape the translation does not cover.
 void translateToPir(Job& job);
+
+// Rewrites every PIR program of `job` into legacy ops: each op its legacy spelling and slot names,
+// constant operands back into attributes, split_with_num + builtin.slice into split, a
+// builtin.combine into the slot of several vars it feeds, builtin.parameter / pd_op.data into
+// plain program inputs. Throws InputError naming the op when it has no legacy spelling.
+void translateToLegacy(Job& job);
+
+inline constexpr const char* kLegacySlotsAttr = "legacy_slots";
 
 }  // namespace spopt

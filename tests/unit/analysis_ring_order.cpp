@@ -69,7 +69,7 @@ TEST_CASE("agreement: every member or none, the first refusing rank named", "[an
   CHECK(past_end.why == "it issues no collective #" + std::to_string(r.length()));
 }
 
-TEST_CASE("insertions at matching places agree; at mismatching places the rank is named", "[analysis][ring]") {
+TEST_CASE("insertions at matching places agree, at mismatching places the rank is named", "[analysis][ring]") {
   auto job = tp2dp2();
   RingOrder order(*job);
   const Ring* r = nullptr;

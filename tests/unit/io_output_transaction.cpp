@@ -131,7 +131,7 @@ TEST_CASE("OutputTransaction merges a folder output into an existing folder", "[
                                                   "dump/rank0/x.npy", "dump/rank1", "dump/rank1/y.npy"});
 }
 
-TEST_CASE("AtomicFile keeps the destination's mode; new files get 0666 & ~umask", "[io][transaction]") {
+TEST_CASE("AtomicFile keeps the destination's mode, new files get 0666 & ~umask", "[io][transaction]") {
   TempDir dir("mode");
   writePlain(dir / "secret.json", "old");
   REQUIRE(::chmod((dir / "secret.json").c_str(), 0600) == 0);

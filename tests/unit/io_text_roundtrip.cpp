@@ -133,7 +133,7 @@ rank 0 {
   CHECK(jobToString(*odd_job).find(R"("attrs":{"k/1":"v","list":[1,2.5e-3,{"x":null}]})") != std::string::npos);
 }
 
-TEST_CASE("hand-written text: comments, spacing and aliases are read; the writer respells", "[io][text]") {
+TEST_CASE("hand-written text: comments, spacing and aliases are read, the writer respells", "[io][text]") {
   std::string hand = R"(// a comment line before the magic
 sp-opt.program text 1
 world_size 2   // trailing comment

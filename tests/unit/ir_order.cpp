@@ -30,7 +30,7 @@ std::vector<Op*> opPointers(Block& b) {
 }
 }  // namespace
 
-TEST_CASE("moveOp keeps id, address and def-use; positions follow", "[ir][order]") {
+TEST_CASE("moveOp keeps id, address and def-use, positions follow", "[ir][order]") {
   auto job = loadJobFromText(kOrderJob, "t.json");
   Block& b = *job->programs[0]->blocks[0];
   auto ops = opPointers(b);

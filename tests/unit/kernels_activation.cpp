@@ -43,7 +43,7 @@ std::vector<double> refSoftmax(const std::vector<double>& x, const Dims& s, int 
 
 }  // namespace
 
-TEST_CASE("gelu matches erf and tanh formulas; gelu_grad matches finite differences", "[kernels]") {
+TEST_CASE("gelu matches erf and tanh formulas, gelu_grad matches finite differences", "[kernels]") {
   for (bool approx : {false, true})
     for (const Dims& s : shapes()) {
       CAPTURE(approx, dimsJson(s));
@@ -85,7 +85,7 @@ TEST_CASE("relu and relu_grad", "[kernels]") {
     }
 }
 
-TEST_CASE("softmax along any axis; softmax_grad matches finite differences", "[kernels]") {
+TEST_CASE("softmax along any axis, softmax_grad matches finite differences", "[kernels]") {
   struct Case {
     Dims s;
     int axis;

@@ -66,7 +66,7 @@ Tensor runReduce(const char* type, const RedCase& c, const Tensor& x, const Dims
 
 }  // namespace
 
-TEST_CASE("reduce_sum and reduce_mean match a float64 reference; grads match finite differences", "[kernels]") {
+TEST_CASE("reduce_sum and reduce_mean match a float64 reference, grads match finite differences", "[kernels]") {
   for (bool mean : {false, true})
     for (const RedCase& c : reduceCases()) {
       CAPTURE(mean, dimsJson(c.x), dimsJson(c.dim), c.keep, c.all);

@@ -112,7 +112,7 @@ TEST_CASE("reduce-scatter hands each rank the chunk of its position in a permute
     }
 }
 
-TEST_CASE("all-gather concatenates along axis 0 in group order; broadcast copies the root's input", "[runtime][comm]") {
+TEST_CASE("all-gather concatenates along axis 0 in group order, broadcast copies the root's input", "[runtime][comm]") {
   Job job = jobWithGroups({{1, {2, 0, 1}}});
   auto gathered = runRanks(job, {0, 1, 2}, [](int64_t r, Communicator& c) {
     Tensor in = input(r, {1, 3}), out(DType::Float32, {3, 3});

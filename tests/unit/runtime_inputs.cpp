@@ -27,7 +27,7 @@ const Var& var0(const Job& j) { return *j.programs[0]->blocks[0]->vars[0]; }
 
 }  // namespace
 
-TEST_CASE("elementUniform is in [-1, 1), depends on seed, name and index", "[runtime][inputs]") {
+TEST_CASE("elementUniform is in -1 (inclusive) to 1 (exclusive), depends on seed, name and index", "[runtime][inputs]") {
   double lo = 1, hi = -1;
   for (uint64_t g = 0; g < 20000; ++g) {
     double u = elementUniform(7, "x", g);
@@ -72,7 +72,7 @@ TEST_CASE("a var sharded on a 2-d mesh with permuted process ids", "[runtime][in
   }
 }
 
-TEST_CASE("replicated vars are equal on every rank; dims_mapping all -1 is replicated", "[runtime][inputs]") {
+TEST_CASE("replicated vars are equal on every rank, dims_mapping all -1 is replicated", "[runtime][inputs]") {
   auto plain = jobWithVars(R"({"name":"r","shape":[5],"dtype":"float32"})");
   auto mapped = jobWithVars(R"({"name":"r","shape":[5],"dtype":"float32","dist_attr":{"process_mesh":{"shape":[2],"process_ids":[0,1]},"dims_mapping":[-1]}})", 2, 1);
   Tensor a = fillInput(var0(*plain), 0, 3), b = fillInput(var0(*plain), 3, 3), c = fillInput(var0(*mapped), 1, 3);
@@ -80,7 +80,7 @@ TEST_CASE("replicated vars are equal on every rank; dims_mapping all -1 is repli
   CHECK(std::memcmp(a.raw(), c.raw(), a.bytes()) == 0);
 }
 
-TEST_CASE("persistable vars are scaled by 1/sqrt(global last dim); ints and bools", "[runtime][inputs]") {
+TEST_CASE("persistable vars are scaled by 1/sqrt(global last dim), ints and bools", "[runtime][inputs]") {
   auto data = jobWithVars(R"({"name":"w","shape":[3,16],"dtype":"float64"})");
   auto param = jobWithVars(R"({"name":"w","shape":[3,4],"dtype":"float64","persistable":true,"dist_attr":{"process_mesh":{"shape":[4],"process_ids":[0,1,2,3]},"dims_mapping":[-1,0]}})");
   Tensor d = fillInput(var0(*data), 0, 0), p = fillInput(var0(*param), 0, 0);

@@ -32,7 +32,7 @@ TEST_CASE("npy write then read gives the same tensor", "[runtime][npy]") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("npy: int32 files widen to int64; bad files are bad input", "[runtime][npy]") {
+TEST_CASE("npy: int32 files widen to int64, bad files are bad input", "[runtime][npy]") {
   std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }";
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
   header += '\n';

@@ -158,7 +158,7 @@ TEST_CASE("clusters follow name scopes, split forward and backward, and bundle e
   CHECK(root.layout.layer[0] < root.layout.layer[1]);
 }
 
-TEST_CASE("ops without a scope cluster by phase; numbered scope families fold; big clusters are chunked", "[views][clusters]") {
+TEST_CASE("ops without a scope cluster by phase, numbered scope families fold, big clusters are chunked", "[views][clusters]") {
   std::vector<std::string> vars{var("v0")}, ops;
   for (int i = 0; i < 700; ++i) {
     vars.push_back(var("v" + std::to_string(i + 1)));
@@ -186,7 +186,7 @@ TEST_CASE("ops without a scope cluster by phase; numbered scope families fold; b
   CHECK(opt->vars_in == 1);  // v700
 }
 
-TEST_CASE("every op of a generated GPT rank lands in one cluster; every layer is a top-level box", "[views][clusters]") {
+TEST_CASE("every op of a generated GPT rank lands in one cluster, every layer is a top-level box", "[views][clusters]") {
   gen::GenOptions go;
   go.model = gen::Model::Gpt;
   go.tp = 4;

@@ -59,7 +59,7 @@ TEST_CASE("the diff graph is the union of both programs, marked", "[views][graph
   CHECK(dot.find("ring 0, 64 B") != std::string::npos);  // [4,4] float32
 }
 
-TEST_CASE("long unchanged chains fold; ops next to a change stay", "[views][graph]") {
+TEST_CASE("long unchanged chains fold, ops next to a change stay", "[views][graph]") {
   auto before = makeJob({chain(8, false)});
   auto after = makeJob({chain(8, true)});
   JobDiff d = diffJobs(*before, *after);

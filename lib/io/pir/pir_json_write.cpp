@@ -2,6 +2,7 @@
 // preserved keys comes back verbatim; what a pass added is given its PIR form from the IR.
 #include <charconv>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "io/pir/pir_json.h"
 #include "support/error.h"
@@ -52,6 +53,7 @@ class Writer {
       ids_[name] = id ? *id : next++;
       vars_[name] = &vars[i];
     }
+    next_ = next;
   }
   static std::optional<int64_t> idOfName(std::string_view name) {
     if (name.size() < 2 || name[0] != 'v') return std::nullopt;
@@ -60,7 +62,10 @@ class Writer {
     if (ec != std::errc() || end != name.data() + name.size() || id <= 0) return std::nullopt;
     return id;
   }
+  // The value a var holds now: a var written again (sgd's ParamOut = Param, an in-place
+  // all-reduce) is a new SSA value from that op on.
   int64_t idOf(const std::string& name, const std::string& where) const {
+    if (auto r = rebound_.find(name); r != rebound_.end()) return r->second;
     auto it = ids_.find(name);
     if (it == ids_.end()) fail(where, "var \"" + name + "\" is not declared in the block");
     return it->second;
@@ -143,7 +148,8 @@ class Writer {
     std::string id = pir.value("id", "");
     const ojson& inputs = o.value("inputs", ojson::object());
     const ojson& outputs = o.value("outputs", ojson::object());
-    if (id == "p") return parameterOp(outputs, attrs, types, pir, has, where);
+    // Paddle writes a parameter in its own compact form ("p"), also one a translation made.
+    if (id == "p" || type == "builtin.parameter") return parameterOp(outputs, attrs, types, pir, has, where);
 
     out["#"] = id.empty() ? compressedName(type) : id;
     if (has("I")) {
@@ -159,6 +165,7 @@ class Writer {
       for (auto it = outputs.begin(); it != outputs.end(); ++it) {
         if (it->size() != 1) fail(where, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
         std::string name = (*it)[0].get<std::string>();
+        define(name);
         outs.push_back({{"%", idOf(name, where)}, {"TT", valueType(name, where)}});
       }
       out["O"] = std::move(outs);
@@ -179,6 +186,7 @@ class Writer {
     json out = {{"#", "p"}};
     if (outputs.size() != 1 || outputs.begin()->size() != 1) fail(where, "a parameter op has one result");
     std::string name = (*outputs.begin())[0].get<std::string>();
+    define(name);
     out["O"] = {{"%", idOf(name, where)}, {"TT", valueType(name, where)}};
     if (has("A"))
       out["A"] = {flagOf(attrs, "is_distributed"), flagOf(attrs, "is_parameter"), flagOf(attrs, "need_clip"),
@@ -186,7 +194,9 @@ class Writer {
     if (has("DA")) out["DA"] = attrList(pir.value("dist_attrs", ojson::array()), attrs, types, where);
     if (has("QA")) out["QA"] = attrList(pir.value("quant_attrs", ojson::array()), attrs, types, where);
     if (has("OA"))
-      out["OA"] = {flagOf(attrs, "persistable"), flagOf(attrs, "stop_gradient"), flagOf(attrs, "trainable")};
+      // A parameter's value lives on unless it says otherwise (the readers' default too).
+      out["OA"] = {attrs.contains("persistable") ? flagOf(attrs, "persistable") : 1, flagOf(attrs, "stop_gradient"),
+                   flagOf(attrs, "trainable")};
     return out;
   }
 
@@ -202,7 +212,14 @@ class Writer {
 
   const ojson& program_;
   std::string where_;
+  void define(const std::string& name) {
+    if (!defined_.insert(name).second) rebound_[name] = next_++;
+  }
+
   std::unordered_map<std::string, int64_t> ids_;
+  std::unordered_map<std::string, int64_t> rebound_;  // vars written again: their latest value
+  std::unordered_set<std::string> defined_;
+  int64_t next_ = 1;
   std::unordered_map<std::string, const ojson*> vars_;
 };
 
