@@ -29,6 +29,7 @@ struct Options {
   std::string format = "text";
   std::string output = "-";
   std::string color = "auto";
+  bool summary = false;
   bool bus_factors = false;
   int fold = 3;
   int context = 1;
@@ -71,7 +72,7 @@ int runDiff(const Options& o) {
   if (o.format == "json") {
     text = renderDiffJson(diff);
   } else if (o.format == "text") {
-    text = renderDiffText(diff, TextStyle{useColor(o)});
+    text = renderDiffText(diff, TextStyle{.color = useColor(o), .summary = o.summary});
   } else {
     if (diff.ranks.empty()) throw InputError(o.before, "", "neither job has any program to draw");
     const RankDiff& r = rankToDraw(diff);
@@ -101,6 +102,7 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                        sub.add_option("--format", o->format, "text, json (for scripts), dot or html (one self-contained file)")
                            ->check(CLI::IsMember({"text", "json", "dot", "html"}));
                        sub.add_option("-o,--output", o->output, "Output file (default stdout)");
+                       sub.add_flag("--summary", o->summary, "text: per rank what changed (counts) and its collectives, without the op listing");
                        sub.add_option("--color", o->color, "Colour text: auto (a terminal without NO_COLOR), always, never")
                            ->check(CLI::IsMember({"auto", "always", "never"}));
                        sub.add_flag("--bus-factors", o->bus_factors,

@@ -8,10 +8,19 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-echo "== build (warnings are errors)"
+# stage NAME: starts a stage (and ends the one before); the wall time of each is printed at the end.
+stage_table="" stage_name="" stage_t0=$SECONDS
+stage() {
+  [ -n "$stage_name" ] && stage_table+=$(printf '%6d s  %s' $((SECONDS - stage_t0)) "$stage_name")$'\n'
+  stage_name=$1 stage_t0=$SECONDS
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
+
+stage "build (warnings are errors)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_WERROR=ON >/dev/null
 cmake --build build -j"$JOBS"
-echo "== tests"
+stage "tests"
 (cd build && ctest --output-on-failure -j"$JOBS")
 
 # The sanitizer build: clang when it is there, so that the same ASan+UBSan objects (compiled with
@@ -23,11 +32,12 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
     have_fuzz=1
     sanitize_flags+=(-DSPOPT_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
   fi
-  echo "== build and tests under ASan+UBSan"
+  stage "build under ASan+UBSan"
   cmake -S . -B build-sanitize "${sanitize_flags[@]}" >/dev/null
   cmake --build build-sanitize -j"$JOBS"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
+  stage "tests under ASan+UBSan"
   (cd build-sanitize && ctest --output-on-failure -j"$JOBS" -LE '^mpi$')
   # OpenMPI's dlopen'd components leak at exit and cannot be symbolised (so not suppressed by
   # name): tests labelled mpi (they start mpirun) check memory errors with leak detection off.
@@ -56,26 +66,29 @@ run_fuzzer() {
 
 if [ "$have_fuzz" = 1 ]; then
   fuzz_dir=$(mktemp -d); trap 'rm -rf "$fuzz_dir"' EXIT
-  echo "== libFuzzer over loader + verifier + writer + replay planning (${FUZZ_SECONDS:-60} s)"
+  stage "libFuzzer over loader + verifier + writer + replay planning (${FUZZ_SECONDS:-60} s)"
   mkdir "$fuzz_dir"/jobs "$fuzz_dir"/text "$fuzz_dir"/programdesc "$fuzz_dir"/paddle-text "$fuzz_dir"/pir
   cp testdata/jobs/*.json testdata/bad/*.json "$fuzz_dir"/jobs/
   run_fuzzer fuzz-loader "${FUZZ_SECONDS:-60}" 65536 "$fuzz_dir"/jobs
-  echo "== libFuzzer over the text reader + writer round trip (${FUZZ_TEXT_SECONDS:-30} s)"
+  stage "libFuzzer over the text reader + writer round trip (${FUZZ_TEXT_SECONDS:-30} s)"
   for f in testdata/bad/*.sptxt testdata/golden/*/in.sptxt testdata/golden/*/expected/*.sptxt; do
     cp "$f" "$fuzz_dir/text/$(echo "$f" | tr / _)"
   done
   run_fuzzer fuzz-text-reader "${FUZZ_TEXT_SECONDS:-30}" 65536 "$fuzz_dir"/text
-  echo "== libFuzzer over the Paddle readers (${PADDLE_FUZZ_SECONDS:-15} s each)"
+  stage "libFuzzer over the Paddle readers (${PADDLE_FUZZ_SECONDS:-15} s each)"
   cp testdata/paddle/*.pdmodel testdata/paddle/*__model__ "$fuzz_dir"/programdesc/
   cp testdata/paddle/bad_missing_brace.txt "$fuzz_dir"/paddle-text/
   head -c 60000 testdata/paddle/resnet_dp_start_program.txt1 > "$fuzz_dir"/paddle-text/start_head.txt
   run_fuzzer fuzz-programdesc "${PADDLE_FUZZ_SECONDS:-15}" 200000 "$fuzz_dir"/programdesc
   run_fuzzer fuzz-paddle-text "${PADDLE_FUZZ_SECONDS:-15}" 65536 "$fuzz_dir"/paddle-text
-  echo "== libFuzzer over the PIR readers (${PIR_FUZZ_SECONDS:-20} s each)"
+  stage "libFuzzer over the PIR readers (${PIR_FUZZ_SECONDS:-20} s each)"
   cp testdata/pir/*.pirjson testdata/pir/real/* "$fuzz_dir"/pir/
   run_fuzzer fuzz-pir-json "${PIR_FUZZ_SECONDS:-20}" 262144 "$fuzz_dir"/pir
   run_fuzzer fuzz-pir-text "${PIR_FUZZ_SECONDS:-20}" 65536 "$fuzz_dir"/pir
 else
   echo "== libFuzzer skipped: clang++ is not installed, or SKIP_SANITIZE=1"
 fi
+stage ""
+echo "== wall time per stage"
+printf '%s' "$stage_table"
 echo "== all tests passed"

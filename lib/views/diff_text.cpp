@@ -77,7 +77,7 @@ std::string commLine(const RankDiff& r) {
   return s;
 }
 
-void renderRank(Printer& p, const RankDiff& r, bool bus_factors) {
+void renderRank(Printer& p, const RankDiff& r, bool bus_factors, bool summary) {
   std::string header = "rank " + std::to_string(r.rank) + ":";
   std::string ops = summarizeCounts(r.countsByType());
   std::string vars = varsSummary(r);
@@ -85,6 +85,10 @@ void renderRank(Printer& p, const RankDiff& r, bool bus_factors) {
   if (!vars.empty()) header += (ops.empty() ? " vars " : "; vars ") + vars;
   if (ops.empty() && vars.empty()) header += " program changes only";
   p.line(Printer::Bold, header);
+  if (summary) {
+    p.line(Printer::Plain, commLine(r));
+    return;
+  }
   for (const ValueChange& c : r.program_changes)
     p.line(Printer::Yellow, "  ~ " + c.what + ": " + valueText(c.before) + " -> " + valueText(c.after));
   for (const OpEntry& e : r.ops) {
@@ -132,7 +136,7 @@ std::string renderDiffText(const JobDiff& diff, const TextStyle& style) {
     ops += r.after_order->ops.size();
     if (r.same()) continue;
     ++differing;
-    renderRank(p, r, diff.bus_factors);
+    renderRank(p, r, diff.bus_factors, style.summary);
   }
   std::string ranks = std::to_string(diff.ranks.size()) + (diff.ranks.size() == 1 ? " rank" : " ranks");
   if (diff.same()) {
