@@ -1,5 +1,6 @@
 // sp-opt import FILE... [--startup FILE...] [--ring ID=R0,R1,...] -o job.json: Paddle programs
 // (one per rank, in rank order) -> one format-v1 job (lib/io/paddle, docs/paddle.md).
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -54,6 +55,9 @@ int runImport(const Options& o) {
   std::vector<paddle::ImportedProgram> mains;
   for (const auto& f : o.files) mains.push_back(paddle::readProgramFile(f, o.from));
   for (const auto& f : o.startups) assemble.startups.push_back(paddle::readProgramFile(f, o.from));
+  std::vector<std::string> notes;  // said once the job is written: a refused import says one line
+  for (const auto* programs : {&mains, &assemble.startups})
+    for (const auto& p : *programs) notes.insert(notes.end(), p.notes.begin(), p.notes.end());
   paddle::Json job = paddle::assembleJob(std::move(mains), assemble);
   std::string text;
   try {
@@ -66,6 +70,7 @@ int runImport(const Options& o) {
   keepUntilExit(std::make_unique<paddle::Json>(std::move(job)));
   text += '\n';
   writeOutput(o.output, text);
+  for (const auto& note : notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   return kExitOk;
 }
 

@@ -41,6 +41,7 @@ struct ImportedProgram {
   // Rings this file defines, when the reader knows them otherwise than through c_comm_init ops
   // in `program` (the assembly also scans the program itself).
   std::vector<CommInit> comm_inits;
+  std::vector<std::string> notes;  // what the reader added or assumed, for the user (one line each)
 };
 
 using DetectFn = bool (*)(std::string_view bytes);

@@ -16,6 +16,7 @@
 #include <map>
 
 #include "io/paddle/paddle_json.h"
+#include "io/paddle/scope_vars.h"
 #include "support/error.h"
 
 namespace spopt::paddle {
@@ -399,6 +400,8 @@ ImportedProgram parseLegacyText(const std::string& path, std::string_view bytes)
   ImportedProgram result;
   result.program["blocks"] = std::move(blocks);
   result.program["paddle"] = {{"attr_types_guessed", true}};
+  result.path = path;
+  noteScopeVars(result);
   return result;
 }
 }  // namespace

@@ -7,6 +7,7 @@
 // On export the raw bytes are used only if they still map to the entity's current JSON, so an
 // entity a pass edited is written from its JSON and an untouched one comes back byte for byte.
 #include "io/paddle/program_desc.h"
+#include "io/paddle/scope_vars.h"
 
 #include <algorithm>
 #include <cmath>
@@ -431,7 +432,10 @@ ImportedProgram convertProgramDesc(const std::string& path, std::string_view byt
 
 ImportedProgram readProgramDesc(const std::string& path, std::string_view bytes) {
   try {
-    return convertProgramDesc(path, bytes);
+    ImportedProgram imported = convertProgramDesc(path, bytes);
+    imported.path = path;
+    noteScopeVars(imported);
+    return imported;
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -529,6 +533,7 @@ std::string writeProgramDesc(const Json& program, const std::string& where) {
       for (size_t vi = 0; vi < vars.size(); ++vi) {
         pointer = "/blocks/" + std::to_string(bi) + "/vars/" + std::to_string(vi);
         const Json& v = vars[vi];
+        if (isScopeOnly(v)) continue;  // the importer declared it; Paddle's program does not
         pb::VarDesc* out = b->add_vars();
         if (!rawStillHolds(v.contains("paddle") ? v["paddle"] : kNone, v, varToJson, *out)) *out = varFromJson(v);
         if (auto extra = extraKeys(v, kVarKeys, importedPaddle(*out, varToJson, varFromJson)); !extra.empty())
