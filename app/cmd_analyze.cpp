@@ -10,6 +10,7 @@
 
 #include "analysis/job_report.h"
 #include "command.h"
+#include "job_checks.h"
 #include "io/loader.h"
 #include "io/output_transaction.h"
 #include "runtime/calibrate.h"
@@ -33,6 +34,7 @@ struct Options {
   int64_t calibrate_ranks = 1;
   bool allow_forward_only = false;
   bool no_simulate = false;
+  int64_t dynamic_dim = 1;
 };
 
 // The host preset is measured with as many rank threads as the job's replay runs.
@@ -79,7 +81,10 @@ int runAnalyze(const Options& o) {
   if (o.calibrate) return printCalibration(int(o.calibrate_ranks));
   if (o.jobs.empty() || o.jobs.size() > 2) throw InputError("analyze", "", "give one job, or two (BEFORE AFTER)");
   std::vector<std::unique_ptr<Job>> jobs;
-  for (const std::string& path : o.jobs) jobs.push_back(loadJob(path));
+  for (const std::string& path : o.jobs) {
+    jobs.push_back(loadJob(path));
+    sizeDynamicDimsForCosting(*jobs.back(), path, o.dynamic_dim);
+  }
   int64_t ranks = 1;
   for (auto& j : jobs) ranks = std::max<int64_t>(ranks, int64_t(j->programs.size()));
   HardwareModel model = chooseModel(o, int(ranks));
@@ -141,6 +146,9 @@ const Registrar reg{{"analyze", "What a job costs: bytes on the wire, FLOPs, act
                        sub.add_flag("--allow-forward-only", o->allow_forward_only,
                                     "Analyze a job without backward ops (no activation report)");
                        sub.add_flag("--no-simulate", o->no_simulate, "Skip the timeline (bytes, FLOPs and memory only)");
+                       sub.add_option("--dynamic-dim", o->dynamic_dim,
+                                      "The size a dynamic dimension (-1, e.g. Paddle's batch) is costed as (default 1)")
+                           ->check(CLI::Range(int64_t(1), int64_t(1) << 31));
                        return [o] { return runAnalyze(*o); };
                      }}};
 

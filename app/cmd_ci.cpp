@@ -27,6 +27,7 @@ struct Options {
   std::optional<std::string> passes;  // rewrite first, and gate what the pipeline makes
   std::array<std::string, 4> limit;  // by Figure, as given on the command line
   bool strict = false;
+  int64_t dynamic_dim = 1;
 };
 
 std::string readText(const std::string& path) {
@@ -74,7 +75,7 @@ HardwareModel modelOf(const std::string& preset) {
 }
 
 // A baseline is a saved analyze report (format "sp-opt.analyze", its first key) or a job.
-JobFigures baselineFigures(const std::string& path, const HardwareModel& model) {
+JobFigures baselineFigures(const std::string& path, const HardwareModel& model, int64_t dynamic_dim) {
   std::string head;
   {
     std::ifstream in(path, std::ios::binary);
@@ -85,6 +86,7 @@ JobFigures baselineFigures(const std::string& path, const HardwareModel& model) 
   }
   if (head.find("\"sp-opt.analyze\"") != std::string::npos) return figuresOfAnalyzeJson(path, readText(path));
   auto job = loadJob(path);
+  sizeDynamicDimsForCosting(*job, path, dynamic_dim);
   JobFigures f = figuresOf(analyzeJob(*job, model));
   keepUntilExit(std::move(job));
   return f;
@@ -135,9 +137,10 @@ int runCi(const Options& o) {
   if (loaded && v.problems.empty() && o.passes && !rewriteInPlace(suite, *v.job, *o.passes)) {
     suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the rewrite failed", 0, {}});
   } else if (loaded && v.problems.empty()) {
+    sizeDynamicDimsForCosting(*v.job, o.job, o.dynamic_dim);
     JobFigures now = figuresOf(analyzeJob(*v.job, model));
     std::optional<JobFigures> base;
-    if (!budgets.baseline.empty()) base = baselineFigures(budgets.baseline, model);
+    if (!budgets.baseline.empty()) base = baselineFigures(budgets.baseline, model, o.dynamic_dim);
     addGates(suite, v, budgets, now, base ? &*base : nullptr);
   } else if (loaded) {
     suite.cases.push_back({"gates", CheckCase::Skipped, {}, {}, "skipped: the job is not valid", 0, {}});
@@ -163,6 +166,9 @@ const Registrar reg{{"ci", "The CI gate: validate (hang check included), analyze
                        sub.add_option("--passes", o->passes, "Rewrite first with this pipeline (`--passes=` none; see `sp-opt passes`), then gate the result")
                            ->expected(0, 1);
                        sub.add_option("--preset", o->preset, "Hardware model of the analysis (default h100-nvlink)");
+                       sub.add_option("--dynamic-dim", o->dynamic_dim,
+                                      "The size a dynamic dimension (-1, e.g. Paddle's batch) is costed as (default 1)")
+                           ->check(CLI::Range(int64_t(1), int64_t(1) << 31));
                        sub.add_flag("--strict", o->strict, "A lost dependency (a wait on an event not recorded before it) fails the gate");
                        sub.add_option("--format", o->format, "text, json, junit (JUnit XML) or github (Actions workflow commands)")
                            ->check(CLI::IsMember({"text", "json", "junit", "github"}));

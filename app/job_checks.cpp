@@ -1,5 +1,7 @@
+#include "analysis/dynamic_dims.h"
 #include "job_checks.h"
 
+#include <cstdio>
 #include <chrono>
 #include <map>
 
@@ -91,6 +93,12 @@ JobValidation validateJobFile(const std::string& file, bool strict) {
     addPerRank(v.suite, job, "events", strict ? lost : std::vector<Diagnostic>{}, strict ? std::vector<Diagnostic>{} : lost);
   }
   return v;
+}
+
+void sizeDynamicDimsForCosting(Job& job, const std::string& file, int64_t size) {
+  if (size_t n = sizeDynamicDims(job, size))
+    std::fprintf(stderr, "note: %s: %zu var(s) have a dynamic dimension (-1), costed as %lld (--dynamic-dim N)\n",
+                 file.c_str(), n, static_cast<long long>(size));
 }
 
 }  // namespace spopt::app

@@ -25,4 +25,8 @@ struct JobValidation {
 // Never throws InputError: a file that does not load is a failed "load" case.
 JobValidation validateJobFile(const std::string& file, bool strict);
 
+// Before costing a job: its dynamic dims (-1) take `size` (analysis/dynamic_dims.h), and a note on
+// stderr says how many vars had one.
+void sizeDynamicDimsForCosting(Job& job, const std::string& file, int64_t size);
+
 }  // namespace spopt::app
