@@ -43,50 +43,34 @@ constexpr std::array<std::pair<const char*, const char*>, 8> kTextKinds{{
     {"Int32", "int32"},       {"Int64", "int64"},        {"Float", "float32"},
     {"Double", "float64"},    {"pd_op.DataType", "dtype"}, {"pd_op.Place", "place"},
     {"pd_op.IntArray", "intarray"}, {"pd_op.DataLayout", "layout"}}};
+
+// The `to` column of the kDTypes row whose `from` column is `key`.
+std::optional<std::string> dtypeColumn(std::string_view key, const char* DTypeSpelling::*from,
+                                       const char* DTypeSpelling::*to) {
+  for (const auto& d : kDTypes)
+    if (key == d.*from) return d.*to;
+  return std::nullopt;
+}
+
+// A table of name pairs read left to right (or right to left); a name without a pair comes back
+// unchanged.
+template <size_t N>
+std::string renamed(const std::array<std::pair<const char*, const char*>, N>& pairs, std::string_view name, bool leftward) {
+  for (const auto& [left, right] : pairs)
+    if (name == (leftward ? right : left)) return leftward ? left : right;
+  return std::string(name);
+}
 }  // namespace
 
-std::string attrTypeOfTextKind(std::string_view kind) {
-  for (const auto& [text, shared] : kTextKinds)
-    if (kind == text) return shared;
-  return std::string(kind);
-}
-std::string textKindOfAttrType(std::string_view type) {
-  for (const auto& [text, shared] : kTextKinds)
-    if (type == shared) return text;
-  return std::string(type);
-}
-std::optional<std::string> textTypeOfDtype(std::string_view dtype) {
-  for (const auto& d : kDTypes)
-    if (dtype == d.dtype) return d.text;
-  return std::nullopt;
-}
+std::string attrTypeOfTextKind(std::string_view kind) { return renamed(kTextKinds, kind, false); }
+std::string textKindOfAttrType(std::string_view type) { return renamed(kTextKinds, type, true); }
+std::string attrTypeOfJsonId(std::string_view id) { return renamed(kAttrIds, id, false); }
+std::string jsonIdOfAttrType(std::string_view type) { return renamed(kAttrIds, type, true); }
 
-std::optional<std::string> dtypeOfJsonType(std::string_view id) {
-  for (const auto& d : kDTypes)
-    if (id == d.json_id) return d.dtype;
-  return std::nullopt;
-}
-std::optional<std::string> jsonTypeOfDtype(std::string_view dtype) {
-  for (const auto& d : kDTypes)
-    if (dtype == d.dtype) return d.json_id;
-  return std::nullopt;
-}
-std::optional<std::string> dtypeOfTextType(std::string_view spelling) {
-  for (const auto& d : kDTypes)
-    if (spelling == d.text) return d.dtype;
-  return std::nullopt;
-}
-
-std::string attrTypeOfJsonId(std::string_view id) {
-  for (const auto& [json_id, name] : kAttrIds)
-    if (id == json_id) return name;
-  return std::string(id);
-}
-std::string jsonIdOfAttrType(std::string_view type) {
-  for (const auto& [json_id, name] : kAttrIds)
-    if (type == name) return json_id;
-  return std::string(type);
-}
+std::optional<std::string> textTypeOfDtype(std::string_view dtype) { return dtypeColumn(dtype, &DTypeSpelling::dtype, &DTypeSpelling::text); }
+std::optional<std::string> dtypeOfJsonType(std::string_view id) { return dtypeColumn(id, &DTypeSpelling::json_id, &DTypeSpelling::dtype); }
+std::optional<std::string> jsonTypeOfDtype(std::string_view dtype) { return dtypeColumn(dtype, &DTypeSpelling::dtype, &DTypeSpelling::json_id); }
+std::optional<std::string> dtypeOfTextType(std::string_view spelling) { return dtypeColumn(spelling, &DTypeSpelling::text, &DTypeSpelling::dtype); }
 
 ojson arrayTypeDescriptor(const ojson& element_types) {
   if (element_types.empty()) return "array";
