@@ -19,10 +19,10 @@ std::vector<std::string> declareScopeVars(Json& program) {
     }
     return false;
   };
+  Json added = Json::array();  // appended to block 0 at the end: the loops read the blocks
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (!blocks[b].contains("ops") || !blocks[b]["ops"].is_array()) continue;
-    const Json ops = blocks[b]["ops"];  // a copy: block 0's vars grow below
-    for (const Json& op : ops)
+    for (const Json& op : blocks[b]["ops"])
       for (const char* side : {"inputs", "outputs"}) {
         if (!op.contains(side) || !op[side].is_object()) continue;
         for (const auto& [slot, args] : op[side].items())
@@ -30,12 +30,13 @@ std::vector<std::string> declareScopeVars(Json& program) {
             if (!arg.is_string() || visible(b, arg.get<std::string>())) continue;
             std::string name = arg.get<std::string>();
             names[0].insert(name);
-            blocks[0]["vars"].push_back({{"name", name}, {"shape", Json::array()}, {"dtype", "float32"}, {"persistable", true},
-                                         {"paddle", {{"type", "RAW"}, {"tensor", nullptr}, {"scope_only", true}}}});
+            added.push_back({{"name", name}, {"shape", Json::array()}, {"dtype", "float32"}, {"persistable", true},
+                            {"paddle", {{"type", "RAW"}, {"tensor", nullptr}, {"scope_only", true}}}});
             declared_now.push_back(std::move(name));
           }
       }
   }
+  for (Json& v : added) blocks[0]["vars"].push_back(std::move(v));
   return declared_now;
 }
 
