@@ -85,13 +85,11 @@ const AttrDef* OpDef::attr(std::string_view canonical) const {
   return nullptr;
 }
 const Spelling* OpDef::spelling(Dialect d) const {
-  // Compute ops have one spelling for legacy and current programs.
+  // The first spelling of the dialect (an in-place one where that is how Paddle writes the op:
+  // pd_op.all_reduce_, pd_op.sgd_). Compute ops have one spelling for legacy and current programs.
   for (Dialect want : {d, Dialect::Legacy})
     for (const Spelling& s : spellings)
-      if (s.dialect == want && !s.inplace && (d != Dialect::Pir || want == Dialect::Pir)) return &s;
-  if (d == Dialect::Pir)
-    for (const Spelling& s : spellings)
-      if (s.dialect == Dialect::Pir) return &s;
+      if (s.dialect == want && (d != Dialect::Pir || want == Dialect::Pir)) return &s;
   return nullptr;
 }
 

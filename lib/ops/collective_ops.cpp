@@ -1,6 +1,7 @@
 // Collectives, in their three spellings: legacy c_* (the reduction in the name for all-reduce;
 // slots X/Out), current (slots x/out, all_reduce's reduce_type) and PIR pd_op.* (in0/out0, the
-// in-place variant with a trailing "_"). The communicator runs them (runtime/communicator.h).
+// in-place variant with a trailing "_"; an all-reduce is written in place, as Paddle 3's
+// auto-parallel writes it). The communicator runs them (runtime/communicator.h).
 #include "ops/rule_support.h"
 
 namespace spopt::ops {
@@ -25,7 +26,7 @@ void addCollectiveOps(std::vector<OpDef>& d) {
   collective("all_reduce", CollectiveKind::AllReduce,
              with({legacyReduce("c_allreduce_sum", ReduceOp::Sum), legacyReduce("c_allreduce_max", ReduceOp::Max),
                    legacyReduce("c_allreduce_min", ReduceOp::Min), legacyReduce("c_allreduce_prod", ReduceOp::Prod),
-                   currentName("all_reduce"), pirName("pd_op.all_reduce"), pirName("pd_op.all_reduce_", true),
+                   currentName("all_reduce"), pirName("pd_op.all_reduce_", true), pirName("pd_op.all_reduce"),
                    legacyReduce("pd_op.c_allreduce_sum", ReduceOp::Sum, Dialect::Pir),
                    legacyReduce("pd_op.c_allreduce_sum_", ReduceOp::Sum, Dialect::Pir, true),
                    legacyReduce("pd_op.c_allreduce_max", ReduceOp::Max, Dialect::Pir),
