@@ -54,8 +54,11 @@ Tensor gelu(ProgramBuilder& b, const Tensor& x) {
 }
 
 Dropout dropout(ProgramBuilder& b, const Tensor& x, double prob) {
-  std::string name = b.names().unique("dropout");
   Dropout d;
+  // The op's ordinal seeds it: its mask is the same under any renaming of its vars (a PIR file
+  // keeps no names) and for a recomputed copy of the op.
+  d.seed = b.names().issued("dropout") + 1;
+  std::string name = b.names().unique("dropout");
   d.x = x;
   d.prob = prob;
   d.out = b.declare(name + ".tmp_0", x.shape, x.axes, x.dtype);
@@ -66,8 +69,8 @@ Dropout dropout(ProgramBuilder& b, const Tensor& x, double prob) {
       .out("Mask", d.mask)
       .real("dropout_prob", prob)
       .flag("is_test", false)
-      .integer("seed", 0)
-      .flag("fix_seed", false)
+      .integer("seed", d.seed)
+      .flag("fix_seed", true)
       .text("dropout_implementation", "upscale_in_train");
   return d;
 }

@@ -16,6 +16,7 @@ struct LayerNorm {
 struct Dropout {
   Tensor x, out, mask;
   double prob = 0;
+  int64_t seed = 0;  // fixed per op (fix_seed), as Paddle's auto-parallel seeds each dropout
 };
 
 // A linear layer's weight "linear_N.w_0" (local shape, sharding) and its output "linear_N.tmp_0".

@@ -32,8 +32,8 @@ Tensor dropoutGrad(ProgramBuilder& b, const Dropout& d, const Tensor& dy) {
       .out("X@GRAD", dx)
       .real("dropout_prob", d.prob)
       .flag("is_test", false)
-      .integer("seed", 0)
-      .flag("fix_seed", false)
+      .integer("seed", d.seed)
+      .flag("fix_seed", true)
       .text("dropout_implementation", "upscale_in_train");
   return dx;
 }

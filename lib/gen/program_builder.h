@@ -36,6 +36,11 @@ class Naming {
  public:
   std::string unique(std::string_view prefix);
   std::string tmp() { return unique("tmp"); }
+  // How many names `prefix` has given out: the N of the next "prefix_N".
+  int64_t issued(std::string_view prefix) const {
+    auto it = next_.find(std::string(prefix));
+    return it == next_.end() ? 0 : it->second;
+  }
 
  private:
   std::unordered_map<std::string, int64_t> next_;

@@ -4,6 +4,9 @@
 // name, the global rank, element index), so a program and its rewrite draw the same mask for the
 // same op, independent of execution order or thread:
 //   stream = mix(mix(mix(mix(replay_seed) ^ op_seed) ^ fnv1a64(mask_name)) ^ rank)
+// With fix_seed (Paddle: the op's own seed, not the global generator) the name is left out (hashed
+// as ""): the seed alone names the op, so the mask survives renaming (a PIR file keeps no var
+// names) and a recomputed copy of the op draws the same mask.
 //   u(i)   = top 53 bits of mix(stream + (i + 1) * 0x9E3779B97F4A7C15) / 2^53   in [0, 1)
 //   keep(i) = u(i) >= dropout_prob
 // where mix is splitmix64's finaliser (a bijective 64-bit avalanche). The element hash is
@@ -79,7 +82,9 @@ void dropout(KernelContext& c) {
     return;
   }
   const Slot* mask_slot = c.op.output("Mask");
-  std::string_view mask_name = mask_slot && !mask_slot->args.empty() ? mask_slot->args[0].name : std::string_view();
+  std::string_view mask_name = mask_slot && !mask_slot->args.empty() && !boolAttr(c, "fix_seed", false)
+                                  ? mask_slot->args[0].name
+                                  : std::string_view();
   uint64_t op_seed = uint64_t(intAttr(c, "seed", 0));
   uint64_t stream = dropout_hash::stream(c.seed, op_seed, fnv1a64(mask_name), uint64_t(c.rank));
   // keep iff u >= p, i.e. the 53-bit draw >= ceil(p * 2^53) (p = 1 drops all, p = 0 keeps all).
