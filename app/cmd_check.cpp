@@ -136,6 +136,10 @@ int runCheck(const Options& o) {
     std::string summary = std::to_string(compared) + " vars on " + std::to_string(ranks.size()) + " ranks, rtol " +
                           fmt("%g", o.rtol) + " atol " + fmt("%g", o.atol) + ", largest rel " + fmt("%.3g", worst_rel) +
                           " abs " + fmt("%.3g", worst_abs);
+    if (compared == 0) {  // a check that compared nothing proves nothing
+      writeStdout("check: FAILED: " + summary + ": no var is fetched or persistable in both jobs by the same name\n");
+      return backend->agreeOnExit(kExitDiffers);
+    }
     if (bad == 0) {
       std::cout << "check: ok: " << summary << "\n";
       return backend->agreeOnExit(kExitOk);
