@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "analysis/job_diff.h"
+#include "analysis/value_names.h"
 #include "command.h"
 #include "write_output.h"
 #include "io/loader.h"
@@ -31,6 +32,7 @@ struct Options {
   std::string color = "auto";
   bool summary = false;
   bool bus_factors = false;
+  bool ignore_temp_names = false;
   int fold = 3;
   int context = 1;
   size_t max_nodes = 300;
@@ -63,6 +65,10 @@ int runDiff(const Options& o) {
   auto before = loadJob(o.before);
   auto after = loadJob(o.after);
   spdlog::debug("loaded both jobs in {:.3f} s", lap());
+  if (o.ignore_temp_names) {
+    nameTemporariesByPosition(*before);
+    nameTemporariesByPosition(*after);
+  }
   DiffOptions opts;
   opts.rank = o.rank;
   opts.bus_factors = o.bus_factors;
@@ -105,6 +111,8 @@ const Registrar reg{{"diff", "Show what a rewrite changed: ops and vars per rank
                        sub.add_flag("--summary", o->summary, "text: per rank what changed (counts) and its collectives, without the op listing");
                        sub.add_option("--color", o->color, "Colour text: auto (a terminal without NO_COLOR), always, never")
                            ->check(CLI::IsMember({"auto", "always", "never"}));
+                       sub.add_flag("--ignore-temp-names", o->ignore_temp_names,
+                                    "Name temporaries by where they are written (%0, %1, ...), as SSA values compare: a job sent through a PIR file keeps only its parameters' and inputs' names");
                        sub.add_flag("--bus-factors", o->bus_factors,
                                     "Label collectives in op listings and graphs with their ring traffic (all-reduce 2(n-1)/n x payload, ...) instead of their payload");
                        sub.add_option("--fold", o->fold,

@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "io/loader.h"
+#include "io/pir/pir_names.h"
 #include "io/writer.h"
 #include "ops/translate.h"
 #include "io/output_transaction.h"
@@ -31,7 +32,12 @@ int runExport(const Options& o) {
   bool translate = false;
   for (const auto& p : loaded->programs) translate |= to_pir ? p->dialect != Dialect::Pir : p->dialect == Dialect::Pir;
   if (translate) {
-    to_pir ? translateToPir(*loaded) : translateToLegacy(*loaded);
+    if (to_pir) {
+      translateToPir(*loaded);
+    } else {
+      translateToLegacy(*loaded);
+      pir::dropPirVarKeys(*loaded);  // value numbers and PIR types mean nothing in a legacy file
+    }
     job_text = jobToString(*loaded);
   }
   keepUntilExit(std::move(loaded));

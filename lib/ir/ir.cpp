@@ -168,6 +168,20 @@ void Block::removeVar(Var* v) {
   if (it != by_name_.end() && it->second == v) by_name_.erase(it);
 }
 
+void Block::renameVar(Var* v, std::string_view name) {
+  if (auto it = by_name_.find(v->name); it != by_name_.end() && it->second == v) by_name_.erase(it);
+  for (const OpList* users : {&v->readers, &v->writers})
+    for (Op* op : *users)
+      for (std::vector<Slot>* slots : {&op->inputs, &op->outputs})
+        for (Slot& s : *slots)
+          for (Arg& a : s.args)
+            if (a.var == v) a.name = name;
+  for (std::string_view& f : program->fetch)
+    if (f == v->name && position == 0) f = name;  // fetch names block 0's vars
+  v->name = name;
+  by_name_[name] = v;
+}
+
 Op* Block::insertOp(OpIter pos, Op op) {
   op.block = this;
   op.id = program->next_op_id++;
@@ -256,17 +270,27 @@ void Job::rebuildIndices() {
   }
 }
 
-void setInputArg(Op& op, std::string_view slot, size_t i, Var* to) {
-  for (auto& s : op.inputs) {
+namespace {
+void pointArg(Op& op, std::vector<Slot>& slots, std::string_view slot, size_t i, Var* to, OpList Var::*users,
+              const char* what) {
+  for (auto& s : slots) {
     if (s.name != slot || i >= s.args.size()) continue;
     Arg& a = s.args[i];
-    if (a.var) unlink(a.var->readers, &op);
+    if (a.var) unlink(a.var->*users, &op);
     a.var = to;
     a.name = to->name;
-    to->readers.push_back(&op);
+    (to->*users).push_back(&op);
     return;
   }
-  throw std::logic_error("setInputArg: op " + std::string(op.type) + " has no input " + std::string(slot));
+  throw std::logic_error(std::string(what) + ": op " + std::string(op.type) + " has no slot " + std::string(slot));
+}
+}  // namespace
+
+void setInputArg(Op& op, std::string_view slot, size_t i, Var* to) {
+  pointArg(op, op.inputs, slot, i, to, &Var::readers, "setInputArg");
+}
+void setOutputArg(Op& op, std::string_view slot, size_t i, Var* to) {
+  pointArg(op, op.outputs, slot, i, to, &Var::writers, "setOutputArg");
 }
 
 size_t replaceAllUses(Var* from, Var* to) {

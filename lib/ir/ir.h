@@ -151,6 +151,9 @@ struct Block {
   Var* addVar(Var v);            // registers the name; the caller ensures it is new
   Var* addVarIfNew(Var v);       // null when the name is already declared in this block
   void removeVar(Var* v);        // marks removed; the var must be unused
+  // Gives `v` (a var of this block) the name `name` (text the caller keeps alive, e.g. in the
+  // job's arena) in every arg and fetch entry naming it. The caller ensures the name is new.
+  void renameVar(Var* v, std::string_view name);
   using OpIter = std::list<Op>::iterator;
   // Inserts an op before `pos`, resolves its args in this block's scope, updates def-use.
   // Unresolvable names throw std::logic_error: passes must create vars first.
@@ -230,6 +233,8 @@ struct Job {
 size_t replaceAllUses(Var* from, Var* to);
 // Points input arg `i` of `slot` at `to`, keeping def-use current.
 void setInputArg(Op& op, std::string_view slot, size_t i, Var* to);
+// Points output arg `i` of `slot` at `to`, keeping def-use current.
+void setOutputArg(Op& op, std::string_view slot, size_t i, Var* to);
 
 // Ops whose def-use registration should not be done by hand: helper for building ops.
 Op makeOp(Job& job, std::string_view type);

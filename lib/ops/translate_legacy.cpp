@@ -153,7 +153,12 @@ class LegacyTranslator {
     if (!like) fail(op, "needs an XShape and has no X or X@GRAD to shape it by");
     std::vector<int64_t> dims{0};
     dims.insert(dims.end(), like->shape.begin(), like->shape.end());
-    return builder_.freshVar(name.empty() ? std::string(like->name) + ".xshape" : name, dims, like->dtype, like);
+    std::vector<int64_t> mapping;  // the leading 0 is not sharded
+    if (std::vector<int64_t> m = like->dimsMapping(); !m.empty()) {
+      mapping.push_back(-1);
+      mapping.insert(mapping.end(), m.begin(), m.end());
+    }
+    return builder_.freshVar(name.empty() ? std::string(like->name) + ".xshape" : name, dims, like->dtype, like, mapping);
   }
 
   // Constant operands first (where legacy programs write them, e.g. reduce_sum's dim), then the

@@ -2,6 +2,7 @@
 #include <unordered_map>
 
 #include "io/pir/pir_json.h"
+#include "io/pir/pir_names.h"
 #include "io/source.h"
 #include "ops/op_def.h"
 #include "support/error.h"
@@ -64,6 +65,7 @@ class Reader {
     out[kProgramKey] = {{"base_code", ojson::parse(base.dump())},
                         {"region_id", region_id},
                         {"block_id", block_id}};
+    nameValues(out, file_, "/program/regions/0/blocks/0/ops");
     return out;
   }
 

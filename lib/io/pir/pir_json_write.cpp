@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "io/pir/pir_json.h"
+#include "io/pir/pir_names.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -40,35 +41,19 @@ class Writer {
     throw InputError(where_, where, what);
   }
 
-  // Value ids: "vN" keeps N; a var a pass added gets the next id after the largest.
+  // Values are numbered as they were read (pir_names.h); a var a pass added gets the next free id.
   void numberValues(const ojson& block) {
-    int64_t next = 1;
     static const ojson kNone = ojson::array();
     const ojson& vars = block.contains("vars") ? block.at("vars") : kNone;  // vars_ points into it
-    for (const auto& v : vars)
-      if (auto id = idOfName(v.value("name", ""))) next = std::max(next, *id + 1);
-    for (size_t i = 0; i < vars.size(); ++i) {
-      std::string name = vars[i].value("name", "");
-      auto id = idOfName(name);
-      ids_[name] = id ? *id : next++;
-      vars_[name] = &vars[i];
-    }
-    next_ = next;
-  }
-  static std::optional<int64_t> idOfName(std::string_view name) {
-    if (name.size() < 2 || name[0] != 'v') return std::nullopt;
-    int64_t id = 0;
-    auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), id);
-    if (ec != std::errc() || end != name.data() + name.size() || id <= 0) return std::nullopt;
-    return id;
+    for (const auto& v : vars) vars_[v.value("name", "")] = &v;
+    numbers_.emplace(block, 1);
   }
   // The value a var holds now: a var written again (sgd's ParamOut = Param, an in-place
   // all-reduce) is a new SSA value from that op on.
   int64_t idOf(const std::string& name, const std::string& where) const {
-    if (auto r = rebound_.find(name); r != rebound_.end()) return r->second;
-    auto it = ids_.find(name);
-    if (it == ids_.end()) fail(where, "var \"" + name + "\" is not declared in the block");
-    return it->second;
+    auto n = numbers_->idOf(name);
+    if (!n) fail(where, "var \"" + name + "\" is not declared in the block");
+    return *n;
   }
 
   // The var's kept PIR type while its shape and dtype still agree with it, else a dense tensor.
@@ -138,10 +123,19 @@ class Writer {
     ojson pir = o.value(kOpKey, ojson::object());
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = pir.value("attr_types", ojson::object());
+    addOpDistAttr(o, attrs, types);
     // Streams: a pass edits them in dist_attr, where sp-opt keeps them.
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
         if (o.at("dist_attr").contains(s)) attrs[s] = o.at("dist_attr").at(s);
+    auto varOf = [&](const std::string& n) -> const ojson* {
+      auto v = vars_.find(n);
+      return v == vars_.end() ? nullptr : v->second;
+    };
+    if (auto dist = resultDistAttrs(o, varOf)) {
+      attrs[kVarDistAttr] = *dist;
+      types[kVarDistAttr] = "array<str>";
+    }
     ojson keys = pir.value("keys", ojson::array({"A", "I", "O", "OA"}));
     auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
     json out = json::object();
@@ -165,7 +159,7 @@ class Writer {
       for (auto it = outputs.begin(); it != outputs.end(); ++it) {
         if (it->size() != 1) fail(where, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
         std::string name = (*it)[0].get<std::string>();
-        define(name);
+        numbers_->define(name, o, it.key());
         outs.push_back({{"%", idOf(name, where)}, {"TT", valueType(name, where)}});
       }
       out["O"] = std::move(outs);
@@ -186,12 +180,15 @@ class Writer {
     json out = {{"#", "p"}};
     if (outputs.size() != 1 || outputs.begin()->size() != 1) fail(where, "a parameter op has one result");
     std::string name = (*outputs.begin())[0].get<std::string>();
-    define(name);
+    numbers_->define(name, ojson::object(), "");
     out["O"] = {{"%", idOf(name, where)}, {"TT", valueType(name, where)}};
     if (has("A"))
       out["A"] = {flagOf(attrs, "is_distributed"), flagOf(attrs, "is_parameter"), flagOf(attrs, "need_clip"),
                   attrs.value("parameter_name", "")};
-    if (has("DA")) out["DA"] = attrList(pir.value("dist_attrs", ojson::array()), attrs, types, where);
+    ojson dist_names = pir.value("dist_attrs", ojson::array());
+    for (const char* kept : {kVarDistAttr, kOpDistAttr})  // sp-opt's dist attributes
+      if (attrs.contains(kept)) dist_names.push_back(kept);
+    if (has("DA") || !dist_names.empty()) out["DA"] = attrList(dist_names, attrs, types, where);
     if (has("QA")) out["QA"] = attrList(pir.value("quant_attrs", ojson::array()), attrs, types, where);
     if (has("OA"))
       // A parameter's value lives on unless it says otherwise (the readers' default too).
@@ -212,14 +209,7 @@ class Writer {
 
   const ojson& program_;
   std::string where_;
-  void define(const std::string& name) {
-    if (!defined_.insert(name).second) rebound_[name] = next_++;
-  }
-
-  std::unordered_map<std::string, int64_t> ids_;
-  std::unordered_map<std::string, int64_t> rebound_;  // vars written again: their latest value
-  std::unordered_set<std::string> defined_;
-  int64_t next_ = 1;
+  std::optional<ValueNumbering> numbers_;
   std::unordered_map<std::string, const ojson*> vars_;
 };
 

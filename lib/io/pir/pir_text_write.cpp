@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "io/pir/pir_names.h"
 #include "io/pir/pir_text.h"
 #include "support/error.h"
 
@@ -22,15 +23,9 @@ class TextWriter {
     const ojson& block = blocks[0];
     if (block.contains("vars"))
       for (const auto& v : block.at("vars")) vars_[v.value("name", "")] = &v;
-    // Values are numbered: "vN" keeps N, any other name (a var a pass or a translation added)
+    // Values are numbered as they were read (pir_names.h); a var a pass or a translation added
     // takes the next free number, so Paddle's parser (and import) read the text back.
-    int64_t next = 0;
-    for (const auto& [name, v] : vars_)
-      if (auto n = valueNumber(name)) next = std::max(next, *n + 1);
-    if (block.contains("vars"))
-      for (const auto& v : block.at("vars"))  // in declaration order: the same text every time
-        if (std::string name = v.value("name", ""); !valueNumber(name) && !ids_.count(name)) ids_[name] = next++;
-    next_ = next;
+    numbers_.emplace(block, 0);
     std::string out = "{\n";
     if (block.contains("ops"))
       for (size_t i = 0; i < block.at("ops").size(); ++i) out += "    " + op(block.at("ops")[i], i) + "\n";
@@ -41,17 +36,9 @@ class TextWriter {
   [[noreturn]] void fail(size_t i, const std::string& what) const {
     throw InputError(where_, "/blocks/0/ops/" + std::to_string(i), what);
   }
-  static std::optional<int64_t> valueNumber(const std::string& name) {
-    if (name.size() > 1 && name.size() < 19 && name[0] == 'v' && name.find_first_not_of("0123456789", 1) == std::string::npos)
-      return std::stoll(name.substr(1));
-    return std::nullopt;
-  }
-  // "vN" prints as %N; any other name as the number it was given.
   std::string value(const std::string& name) const {
-    if (auto r = rebound_.find(name); r != rebound_.end()) return "%" + std::to_string(r->second);
-    if (auto n = valueNumber(name)) return "%" + std::to_string(*n);
-    auto it = ids_.find(name);
-    return it == ids_.end() ? "%" + name : "%" + std::to_string(it->second);
+    auto n = numbers_->idOf(name);
+    return "%" + (n ? std::to_string(*n) : name);
   }
   std::string type(const std::string& name, size_t i) const {
     auto it = vars_.find(name);
@@ -142,15 +129,24 @@ class TextWriter {
     for (auto it = outputs.begin(); it != outputs.end(); ++it) {
       if (it->size() != 1) fail(i, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
       std::string name = (*it)[0].get<std::string>();
-      if (!defined_.insert(name).second) rebound_[name] = next_++;
+      numbers_->define(name, o, it.key());
       results += (results.empty() ? "" : ", ") + value(name);
       out_types += (out_types.empty() ? "" : ", ") + type(name, i);
     }
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = o.value(kOpKey, ojson::object()).value("attr_types", ojson::object());
+    addOpDistAttr(o, attrs, types);
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
         if (o.at("dist_attr").contains(s)) attrs[s] = o.at("dist_attr").at(s);
+    auto varOf = [&](const std::string& n) -> const ojson* {
+      auto v = vars_.find(n);
+      return v == vars_.end() ? nullptr : v->second;
+    };
+    if (auto dist = resultDistAttrs(o, varOf)) {
+      attrs[kVarDistAttr] = *dist;
+      types[kVarDistAttr] = "array<str>";
+    }
     std::string a;
     for (auto it = attrs.begin(); it != attrs.end(); ++it)
       a += (a.empty() ? "" : ",") + it.key() + ":" + attr(*it, types.contains(it.key()) ? types[it.key()] : inferType(*it));
@@ -161,10 +157,7 @@ class TextWriter {
   const ojson& program_;
   std::string where_;
   std::unordered_map<std::string, const ojson*> vars_;
-  std::unordered_map<std::string, int64_t> ids_;  // value numbers of vars not named vN
-  mutable std::unordered_map<std::string, int64_t> rebound_;  // vars written again: their latest value
-  mutable std::unordered_set<std::string> defined_;
-  mutable int64_t next_ = 0;
+  mutable std::optional<ValueNumbering> numbers_;
 };
 
 }  // namespace
