@@ -51,7 +51,10 @@ TEST_CASE("every spelling resolves to one definition", "[ops]") {
   CHECK(resolveOp("matmul_v2").def == resolveOp("pd_op.matmul").def);
   CHECK(resolveOp("c_allreduce_max").spelling->reduce == ReduceOp::Max);
   CHECK(resolveOp("pd_op.all_reduce_").spelling->inplace);
-  CHECK_FALSE(resolveOp("conv2d"));
+  CHECK(resolveOp("conv2d").def == resolveOp("pd_op.conv2d").def);
+  CHECK(resolveOp("mul").def == resolveOp("pd_op.matmul_with_flatten").def);
+  CHECK(resolveOp("pd_op.batch_norm_").spelling->inplace);
+  CHECK_FALSE(resolveOp("deformable_conv"));
 }
 
 TEST_CASE("kernels attach to definitions, so every spelling replays", "[ops]") {
