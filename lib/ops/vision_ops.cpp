@@ -15,7 +15,7 @@ double valueCount(const Var* v) {
 
 // The window attributes as the rule reads them; nullopt when one does not read (the attribute
 // kind check reports it).
-std::optional<WindowAttrs> windowAttrs(const OpView& op, bool is_pool) {
+std::optional<WindowAttrs> windowAttrs(const OpView& op) {
   WindowAttrs a;
   auto strides = intsAttr(op, "strides", {1, 1});
   auto paddings = intsAttr(op, "paddings", {0, 0});
@@ -26,7 +26,6 @@ std::optional<WindowAttrs> windowAttrs(const OpView& op, bool is_pool) {
   a.strides = *strides, a.paddings = *paddings, a.dilations = *dilations, a.ksize = *ksize;
   a.ceil_mode = *ceil, a.global_pooling = *global, a.adaptive = *adaptive;
   if (auto alg = op.attrs.getString("padding_algorithm")) a.padding_algorithm = *alg;
-  (void)is_pool;
   return a;
 }
 
@@ -48,7 +47,7 @@ Result checkConv(const OpView& op, bool grad) {
   if (*groups < 1 || f->shape[0] % *groups || x->shape[1] != f->shape[1] * *groups)
     return fail(op, "/attrs/groups", "Input's " + std::to_string(x->shape[1]) + " channels, Filter " + dimsText(f->shape) + " and groups " +
                                          std::to_string(*groups) + " do not agree");
-  auto a = windowAttrs(op, false);
+  auto a = windowAttrs(op);
   if (!a) return std::nullopt;
   a->ksize = {f->shape[2], f->shape[3]};
   std::string why;
@@ -68,10 +67,11 @@ Result checkPool(const OpView& op, bool grad) {
   const Var* x = op.in("X");
   if (auto e = requireFloat(op, "X", x)) return e;
   auto type = op.attrs.getString("pooling_type");
-  if (type && *type != "max" && *type != "avg") return fail(op, "/attrs/pooling_type", "pooling_type \"" + *type + "\" is neither max nor avg");
+  if (type && *type != "max" && *type != "avg")
+    return fail(op, "/attrs/pooling_type", "pooling_type \"" + *type + "\" is neither max nor avg");
   if (!known(x) || !channelsFirst(op, "data_format")) return std::nullopt;
   if (x->shape.size() != 4) return fail(op, "/inputs/X/0", "X " + dimsText(x->shape) + " should be 4-D (NCHW)");
-  auto a = windowAttrs(op, true);
+  auto a = windowAttrs(op);
   if (!a) return std::nullopt;
   std::string why;
   auto w = resolveWindow(x->shape[2], x->shape[3], *a, true, &why);
@@ -124,12 +124,16 @@ Result checkMul(const OpView& op, bool grad) {
   if (!known(x) || !known(y)) return std::nullopt;
   auto xn = intAttr(op, "x_num_col_dims", 1), yn = intAttr(op, "y_num_col_dims", 1);
   if (!xn || !yn) return std::nullopt;
-  if (*xn < 1 || *xn >= int64_t(x->shape.size())) return fail(op, "/attrs/x_num_col_dims", "x_num_col_dims " + std::to_string(*xn) + " is out of range for X " + dimsText(x->shape));
-  if (*yn < 1 || *yn >= int64_t(y->shape.size())) return fail(op, "/attrs/y_num_col_dims", "y_num_col_dims " + std::to_string(*yn) + " is out of range for Y " + dimsText(y->shape));
+  if (*xn < 1 || *xn >= int64_t(x->shape.size()))
+    return fail(op, "/attrs/x_num_col_dims", "x_num_col_dims " + std::to_string(*xn) + " is out of range for X " + dimsText(x->shape));
+  if (*yn < 1 || *yn >= int64_t(y->shape.size()))
+    return fail(op, "/attrs/y_num_col_dims", "y_num_col_dims " + std::to_string(*yn) + " is out of range for Y " + dimsText(y->shape));
   int64_t k = 1, ky = 1;
   for (size_t i = size_t(*xn); i < x->shape.size(); ++i) k *= x->shape[i];
   for (size_t i = 0; i < size_t(*yn); ++i) ky *= y->shape[i];
-  if (k != ky) return fail(op, "/inputs/Y/0", "X " + dimsText(x->shape) + " flattened has " + std::to_string(k) + " columns but Y " + dimsText(y->shape) + " flattened has " + std::to_string(ky) + " rows");
+  if (k != ky)
+    return fail(op, "/inputs/Y/0", "X " + dimsText(x->shape) + " flattened has " + std::to_string(k) + " columns but Y " +
+                                       dimsText(y->shape) + " flattened has " + std::to_string(ky) + " rows");
   ShapeDims out(x->shape.begin(), x->shape.begin() + *xn);
   out.insert(out.end(), y->shape.begin() + *yn, y->shape.end());
   if (!grad) return requireDims(op, "/outputs", "Out", op.out("Out"), out, "X times Y");
@@ -236,7 +240,8 @@ void addVisionOps(std::vector<OpDef>& d) {
   std::vector<AttrDef> bn_attrs = {{"is_test", AttrKind::Bool},          {"momentum", AttrKind::Float},
                                    {"epsilon", AttrKind::Float},         {"data_layout", AttrKind::String, "data_format"},
                                    {"use_global_stats", AttrKind::Bool}, {"trainable_statistics", AttrKind::Bool}};
-  d.push_back({.name = "batch_norm", .spellings = {legacyName("batch_norm"), pirName("pd_op.batch_norm"), pirName("pd_op.batch_norm_", true)},
+  d.push_back({.name = "batch_norm",
+               .spellings = {legacyName("batch_norm"), pirName("pd_op.batch_norm"), pirName("pd_op.batch_norm_", true)},
                .inputs = {{"X", {}, 0, true}, {"Mean", {}, 1, true}, {"Variance", {}, 2, true}, {"Scale", {}, 3}, {"Bias", {}, 4},
                           {"MomentumTensor"}},
                .outputs = {{"Y", {}, 0, true}, {"MeanOut", {}, 1}, {"VarianceOut", {}, 2}, {"SavedMean", {}, 3},

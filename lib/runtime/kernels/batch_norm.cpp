@@ -122,7 +122,10 @@ void batchNormGrad(KernelContext& c) {
   const Tensor* var = global ? perChannel(c, "Variance", s.c, true) : nullptr;
   const Tensor& saved_inv_std = *perChannel(c, "SavedVariance", s.c, true);
   Tensor* dx = optionalOutput(c, "X@GRAD");
-  if (dx) requireSameStorage(c, "X@GRAD", *dx, "X", x), requireSameShape(c, "X@GRAD", *dx, "X", x);
+  if (dx) {
+    requireSameStorage(c, "X@GRAD", *dx, "X", x);
+    requireSameShape(c, "X@GRAD", *dx, "X", x);
+  }
   Tensor* dscale = perChannelOut(c, "Scale@GRAD", s.c);
   Tensor* dbias = perChannelOut(c, "Bias@GRAD", s.c);
   double eps = floatAttr(c, "epsilon", 1e-5);

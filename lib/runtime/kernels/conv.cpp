@@ -125,7 +125,10 @@ void conv2d(KernelContext& c) {
       for (int64_t g = 0; g < s.groups; ++g) {
         const T* xg = x.data<T>() + (n * s.cin + g * s.cg()) * s.h * s.w;
         const T* b = xg;
-        if (!direct) im2col(xg, s, w, col.data()), b = col.data();
+        if (!direct) {
+          im2col(xg, s, w, col.data());
+          b = col.data();
+        }
         T* yg = y.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
         blasGemm(false, false, s.mg(), s.plane(), s.k(), f.data<T>() + g * s.mg() * s.k(), s.k(), b, s.plane(), T(0), yg, s.plane());
       }
@@ -144,8 +147,14 @@ void conv2dGrad(KernelContext& c) {
   ConvShape s = convShape(c, x, f, w);
   requireSameStorage(c, "Output@GRAD", dy, "Input", x);
   requireShape(c, "Output@GRAD", dy, {s.n, s.cout, s.oh, s.ow}, "the convolution of Input and Filter");
-  if (dx) requireSameStorage(c, "Input@GRAD", *dx, "Input", x), requireShape(c, "Input@GRAD", *dx, x.shape(), "Input's shape");
-  if (df) requireSameStorage(c, "Filter@GRAD", *df, "Filter", f), requireShape(c, "Filter@GRAD", *df, f.shape(), "Filter's shape");
+  if (dx) {
+    requireSameStorage(c, "Input@GRAD", *dx, "Input", x);
+    requireShape(c, "Input@GRAD", *dx, x.shape(), "Input's shape");
+  }
+  if (df) {
+    requireSameStorage(c, "Filter@GRAD", *df, "Filter", f);
+    requireShape(c, "Filter@GRAD", *df, f.shape(), "Filter's shape");
+  }
   bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
@@ -157,7 +166,10 @@ void conv2dGrad(KernelContext& c) {
         int64_t x_off = (n * s.cin + g * s.cg()) * s.h * s.w;
         if (df) {
           const T* b = x.data<T>() + x_off;
-          if (!direct) im2col(b, s, w, col.data()), b = col.data();
+          if (!direct) {
+            im2col(b, s, w, col.data());
+            b = col.data();
+          }
           blasGemm(false, true, s.mg(), s.k(), s.plane(), dyg, s.plane(), b, s.plane(), T(n ? 1 : 0), df->data<T>() + g * s.mg() * s.k(),
                    s.k());
         }
@@ -248,7 +260,10 @@ void pool2dGrad(KernelContext& c) {
   std::vector<int64_t> out_shape = {x.shape()[0], x.shape()[1], p.w.h.out, p.w.w.out};
   requireSameStorage(c, "Out@GRAD", dy, "X", x);
   requireShape(c, "Out@GRAD", dy, out_shape, "X pooled");
-  if (out) requireSameStorage(c, "Out", *out, "X", x), requireShape(c, "Out", *out, out_shape, "X pooled");
+  if (out) {
+    requireSameStorage(c, "Out", *out, "X", x);
+    requireShape(c, "Out", *out, out_shape, "X pooled");
+  }
   requireSameStorage(c, "X@GRAD", dx, "X", x);
   requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
   int64_t in_plane = p.w.h.in * p.w.w.in, out_plane = p.w.h.out * p.w.w.out;

@@ -55,8 +55,14 @@ void mulGrad(KernelContext& c) {
   MulShape s = mulShape(c, x, y);
   requireSameStorage(c, "Out@GRAD", g, "X", x);
   requireShape(c, "Out@GRAD", g, s.out, "X times Y");
-  if (dx) requireSameStorage(c, "X@GRAD", *dx, "X", x), requireShape(c, "X@GRAD", *dx, x.shape(), "X's shape");
-  if (dy) requireSameStorage(c, "Y@GRAD", *dy, "Y", y), requireShape(c, "Y@GRAD", *dy, y.shape(), "Y's shape");
+  if (dx) {
+    requireSameStorage(c, "X@GRAD", *dx, "X", x);
+    requireShape(c, "X@GRAD", *dx, x.shape(), "X's shape");
+  }
+  if (dy) {
+    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
+    requireShape(c, "Y@GRAD", *dy, y.shape(), "Y's shape");
+  }
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     if (dx) blasGemm(false, true, s.rows, s.k, s.cols, g.data<T>(), s.cols, y.data<T>(), s.cols, T(0), dx->data<T>(), s.k);
@@ -82,7 +88,8 @@ void topK(KernelContext& c) {
   if (shape.empty()) shape = {1};
   size_t axis = size_t(normaliseAxis(c, intAttr(c, "axis", -1), shape.size(), "axis"));
   int64_t n = shape[axis];
-  if (k < 1 || k > n) kernelFail(c, "k " + std::to_string(k) + " is out of range for X " + shapeStr(x.shape()) + " along axis " + std::to_string(axis));
+  if (k < 1 || k > n)
+    kernelFail(c, "k " + std::to_string(k) + " is out of range for X " + shapeStr(x.shape()) + " along axis " + std::to_string(axis));
   std::vector<int64_t> want = shape;
   want[axis] = k;
   requireShape(c, "Out", out, want, "X with k along axis");
