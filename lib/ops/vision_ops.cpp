@@ -277,7 +277,7 @@ void addVisionOps(std::vector<OpDef>& d) {
                .outputs = {{"Accuracy", {}, 0, true}, {"Correct", {}, 1}, {"Total", {}, 2}}, .traits = trait::Recomputable,
                .cost = {1, "Indices", true}});
 
-  d.push_back({.name = "momentum", .spellings = {legacyName("momentum"), pirName("pd_op.momentum_", true), pirName("pd_op.momentum")},
+  d.push_back({.name = "momentum", .spellings = {legacyName("momentum"), pirName("pd_op.momentum_", true)},
                .inputs = {{"Param", {}, 0, true}, {"Grad", {}, 1, true}, {"Velocity", {}, 2, true}, {"LearningRate", {}, 3, true},
                           {"MasterParam", {}, 4}},
                .outputs = {{"ParamOut", {}, 0, true}, {"VelocityOut", {}, 1, true}, {"MasterParamOut", {}, 2}},
