@@ -14,6 +14,7 @@ std::optional<Collective> asCollective(const Op& op) {
   // Legacy names spell the reduction (c_allreduce_max); the others carry reduce_type.
   if (c.kind == CollectiveKind::AllReduce)
     c.reduce = r.spelling->reduce ? *r.spelling->reduce : static_cast<ReduceOp>(op.attrs.getInt("reduce_type").value_or(0));
+  if (std::string_view root = collectiveRootAttr(c.kind); !root.empty()) c.root = op.attrs.getInt(root).value_or(0);
   // The slot names are the definition's (ops/collective_ops.cpp), in the op's dialect.
   c.in_slot = slotName(r.def->inputs.front(), c.dialect, true);
   c.out_slot = slotName(r.def->outputs.front(), c.dialect, false);
@@ -27,6 +28,7 @@ const char* collectiveKindName(CollectiveKind k) {
     case CollectiveKind::AllGather: return "all-gather";
     case CollectiveKind::Broadcast: return "broadcast";
     case CollectiveKind::Identity: return "identity";
+    case CollectiveKind::Reduce: return "reduce";
   }
   return "?";
 }

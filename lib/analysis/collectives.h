@@ -18,6 +18,7 @@ struct Collective {
   CollectiveKind kind = CollectiveKind::AllReduce;
   int64_t ring_id = 0;    // -1 when the attribute is missing or not an integer
   ReduceOp reduce = ReduceOp::Sum;
+  int64_t root = 0;  // broadcast, reduce: the root's position in the ring (collectiveRootAttr)
   Dialect dialect = Dialect::Legacy;  // the op's spelling: slots X/Out, x/out or in0/out0
   std::string_view in_slot, out_slot;
 };

@@ -28,7 +28,8 @@ int64_t ringTraffic(const Op& op, const Collective& c, const Job& job, int64_t p
     case CollectiveKind::AllReduce: return clamped(__int128(2) * (n - 1) * payload / n);
     case CollectiveKind::ReduceScatter: return clamped(__int128(n - 1) * payload / n);
     case CollectiveKind::AllGather: return clamped(__int128(n - 1) * payload);
-    case CollectiveKind::Broadcast: return payload;
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce: return payload;
     case CollectiveKind::Identity: return 0;
   }
   return payload;

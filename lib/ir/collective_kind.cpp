@@ -9,8 +9,17 @@ std::string_view collectiveOpType(CollectiveKind k, bool legacy) {
     case CollectiveKind::AllGather: return legacy ? "c_allgather" : "all_gather";
     case CollectiveKind::Broadcast: return legacy ? "c_broadcast" : "broadcast";
     case CollectiveKind::Identity: return "c_identity";
+    case CollectiveKind::Reduce: return legacy ? "c_reduce_sum" : "reduce";
   }
   return "";
+}
+
+std::string_view collectiveRootAttr(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::Broadcast: return "root";
+    case CollectiveKind::Reduce: return "root_id";
+    default: return "";
+  }
 }
 
 std::string_view legacyAllReduceType(ReduceOp r) {

@@ -7,7 +7,8 @@
 
 namespace spopt {
 
-enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity };
+// Reduce (c_reduce_sum): the sum lands on the root; the other members keep their input.
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity, Reduce };
 enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
 
 // The op type for a kind in a dialect ("c_reducescatter" / "reduce_scatter", ...); an all-reduce
@@ -15,5 +16,8 @@ enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
 std::string_view collectiveOpType(CollectiveKind k, bool legacy);
 // The legacy all-reduce type of a reduction ("c_allreduce_max", ...); "" for Avg (no legacy op).
 std::string_view legacyAllReduceType(ReduceOp r);
+// Whether a kind has a root, and the attribute naming its position in the ring ("root" for
+// broadcast, Paddle's "root_id" for reduce); "" for the others.
+std::string_view collectiveRootAttr(CollectiveKind k);
 
 }  // namespace spopt

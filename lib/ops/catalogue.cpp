@@ -28,6 +28,7 @@ const Catalogue& catalogue() {
     ops::addReduceOps(defs);
     ops::addMiscOps(defs);
     ops::addCollectiveOps(defs);
+    ops::addVisionOps(defs);
     Catalogue cat;
     for (OpDef& d : defs) {
       d.index = uint32_t(cat.defs.size());

@@ -47,6 +47,12 @@ void addCollectiveOps(std::vector<OpDef>& d) {
              with({legacyName("c_broadcast"), currentName("broadcast")},
                   with(pir("pd_op.broadcast", "pd_op.broadcast_"), pir("pd_op.c_broadcast", "pd_op.c_broadcast_"))),
              {{"root", AttrKind::Int}});
+  // Paddle's reduce to one member: `root_id` is the root's position in the ring; the other
+  // members keep their input (NCCL writes the receive buffer on the root only).
+  collective("reduce", CollectiveKind::Reduce,
+             {legacyReduce("c_reduce_sum", ReduceOp::Sum), legacyReduce("pd_op.c_reduce_sum", ReduceOp::Sum, Dialect::Pir),
+              legacyReduce("pd_op.c_reduce_sum_", ReduceOp::Sum, Dialect::Pir, true)},
+             {{"root_id", AttrKind::Int}, {"use_calc_stream", AttrKind::Bool}});
   // Communicator set-up (startup programs): the importer builds the process-group table from them.
   auto setup = [&](std::string_view name, std::string_view legacy, std::string_view pir_type) {
     d.push_back({.name = name, .spellings = {legacyName(legacy), pirName(pir_type)}, .attrs = {{"ring_id", AttrKind::Int}},

@@ -152,7 +152,7 @@ NewOp OpBuilder::collective(const CollectiveDesc& d, Var* in, Var* out) {
   op.attrInt("ring_id", d.ring_id);
   if (d.nranks > 0) op.attrInt("nranks", d.nranks);
   if (d.kind == CollectiveKind::AllReduce && !reduce_in_name) op.attrInt("reduce_type", static_cast<int>(d.reduce));
-  if (d.kind == CollectiveKind::Broadcast) op.attrInt("root", d.root);
+  if (std::string_view root = collectiveRootAttr(d.kind); !root.empty()) op.attrInt(root, d.root);
   return op;
 }
 

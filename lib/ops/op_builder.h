@@ -29,13 +29,13 @@ namespace spopt {
 
 // What a new collective is; the dialect is the program's. Legacy spells an all-reduce's reduction
 // in the type (c_allreduce_max); current and PIR write reduce_type. Attrs written: ring_id,
-// nranks (when > 0), reduce_type, root (broadcast).
+// nranks (when > 0), reduce_type, root (broadcast) or root_id (reduce).
 struct CollectiveDesc {
   CollectiveKind kind = CollectiveKind::AllReduce;
   int64_t ring_id = 0;
   int64_t nranks = 0;
   ReduceOp reduce = ReduceOp::Sum;  // all-reduce only
-  int64_t root = 0;                 // broadcast only
+  int64_t root = 0;                 // broadcast, reduce: the root's position in the ring
 };
 
 // The catalogue's definition of a collective kind.

@@ -47,5 +47,6 @@ void addShapeOps(std::vector<OpDef>& defs);
 void addReduceOps(std::vector<OpDef>& defs);
 void addMiscOps(std::vector<OpDef>& defs);
 void addCollectiveOps(std::vector<OpDef>& defs);
+void addVisionOps(std::vector<OpDef>& defs);
 
 }  // namespace spopt::ops

@@ -14,7 +14,7 @@ std::string OpDesc::text() const {
 std::string CollectiveHeader::text() const {
   std::string s = std::string(collectiveKindName(kind)) + " " + std::string(dtypeName(dtype)) + " x" + std::to_string(count);
   if (kind == CollectiveKind::AllReduce) s += " reduce_type " + std::to_string(extra);
-  if (kind == CollectiveKind::Broadcast) s += " root " + std::to_string(extra);
+  if (!collectiveRootAttr(kind).empty()) s += " root " + std::to_string(extra);
   return s;
 }
 

@@ -42,7 +42,7 @@ struct CollectiveHeader {
   CollectiveKind kind = CollectiveKind::AllReduce;
   DType dtype = DType::Float32;
   int64_t count = 0;     // input elements
-  int64_t extra = 0;     // ReduceOp for all-reduce, root for broadcast, else 0
+  int64_t extra = 0;     // ReduceOp for all-reduce, root for broadcast and reduce, else 0
   bool sameAs(const CollectiveHeader& o) const {
     return kind == o.kind && dtype == o.dtype && count == o.count && extra == o.extra;
   }
@@ -84,6 +84,9 @@ class Communicator {
   virtual void allGather(int64_t ring, const Tensor& in, Tensor& out, const OpDesc& d) = 0;
   // The input of the rank whose global id is `root`.
   virtual void broadcast(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) = 0;
+  // The sum over the group (in group order) on the rank whose global id is `root`; the others'
+  // out is their own input.
+  virtual void reduce(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) = 0;
   // This rank ran its whole program: members still waiting for it at a ring position fail at once.
   virtual void finish() {}
   // Another stream of this rank failed: collectives waiting on other ranks give up (RankAborted)

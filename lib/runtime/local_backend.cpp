@@ -112,6 +112,17 @@ class LocalComm final : public Communicator {
     });
   }
 
+  void reduce(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) override {
+    CollectiveHeader h{CollectiveKind::Reduce, in.dtype(), in.numel(), root};
+    exchange(ring, h, in, out, d, [&](const std::vector<Post>& posts, int pos) {
+      if (posts[size_t(pos)].desc.rank != root) {
+        if (in.bytes() && out.raw() != in.raw()) std::memcpy(out.raw(), in.raw(), in.bytes());
+        return;
+      }
+      for (size_t i = 0; i < posts.size(); ++i) reduceInto(out, posts[i].in->raw(), in.numel(), ReduceOp::Sum, i == 0);
+    });
+  }
+
   void finish() override {
     std::lock_guard lk(world_->mu);
     world_->finished.insert(rank_);
@@ -143,7 +154,7 @@ class LocalComm final : public Communicator {
     for (size_t i = 0; i < ring.ranks.size(); ++i)
       if (ring.ranks[i] == rank_) pos = int(i);
     if (pos < 0) fail(d.text() + ": rank " + std::to_string(rank_) + " is not a member of ring " + std::to_string(ring_id));
-    if (h.kind == CollectiveKind::Broadcast && std::find(ring.ranks.begin(), ring.ranks.end(), h.extra) == ring.ranks.end())
+    if (!collectiveRootAttr(h.kind).empty() && std::find(ring.ranks.begin(), ring.ranks.end(), h.extra) == ring.ranks.end())
       fail(d.text() + ": root " + std::to_string(h.extra) + " is not a member of ring " + std::to_string(ring_id));
     const size_t n = ring.ranks.size();
     checkCollectiveShapes(h.kind, in, out, int64_t(n), d);

@@ -294,12 +294,15 @@ class RankExecutor {
           break;
         case CollectiveKind::ReduceScatter: comm_.reduceScatter(c->ring_id, x, *y, d); break;
         case CollectiveKind::AllGather: comm_.allGather(c->ring_id, x, *y, d); break;
-        case CollectiveKind::Broadcast: {
+        case CollectiveKind::Broadcast:
+        case CollectiveKind::Reduce: {
           const ProcessGroup* g = p.job->group(c->ring_id);
           if (!g) fail("ring " + std::to_string(c->ring_id) + " has no process group");
-          int64_t root = op.attrs.getInt("root").value_or(0);
-          if (root < 0 || root >= int64_t(g->ranks.size())) fail("root " + std::to_string(root) + " is not a position in ring " + std::to_string(c->ring_id));
-          comm_.broadcast(c->ring_id, x, *y, g->ranks[size_t(root)], d);
+          if (c->root < 0 || c->root >= int64_t(g->ranks.size()))
+            fail(std::string(collectiveRootAttr(c->kind)) + " " + std::to_string(c->root) + " is not a position in ring " + std::to_string(c->ring_id));
+          int64_t root = g->ranks[size_t(c->root)];
+          if (c->kind == CollectiveKind::Broadcast) comm_.broadcast(c->ring_id, x, *y, root, d);
+          else comm_.reduce(c->ring_id, x, *y, root, d);
           break;
         }
       }

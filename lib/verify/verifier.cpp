@@ -167,12 +167,13 @@ class Verifier {
     // Rules replay relies on (runtime/rank_executor.cpp): a known reduction, a root inside the ring.
     if (c.kind == CollectiveKind::AllReduce && (int(c.reduce) < 0 || int(c.reduce) > 4))
       report(opPtr(op) + "/attrs/reduce_type", "reduce_type " + std::to_string(int(c.reduce)) + " is not one of 0..4 (SUM, MAX, MIN, PROD, AVG)");
-    if (c.kind == CollectiveKind::Broadcast) {
-      auto root = op.attrs.getInt("root");
-      if (op.attrs.find("root") && !root) report(opPtr(op) + "/attrs/root", "root must be an integer");
+    if (std::string root_key(collectiveRootAttr(c.kind)); !root_key.empty()) {
+      auto root = op.attrs.getInt(root_key);
+      if (op.attrs.find(root_key) && !root) report(opPtr(op) + "/attrs/" + root_key, root_key + " must be an integer");
       int64_t r = root.value_or(0);
       if (r < 0 || r >= int64_t(g->ranks.size()))
-        report(opPtr(op) + "/attrs/root", "root " + std::to_string(r) + " is not a position in ring " + std::to_string(*ring) + " (size " + std::to_string(g->ranks.size()) + ")");
+        report(opPtr(op) + "/attrs/" + root_key, root_key + " " + std::to_string(r) + " is not a position in ring " + std::to_string(*ring) +
+                                                     " (size " + std::to_string(g->ranks.size()) + ")");
     }
     if (c.kind == CollectiveKind::ReduceScatter || c.kind == CollectiveKind::AllGather) {
       auto n = op.attrs.getInt("nranks");
@@ -257,13 +258,10 @@ class Verifier {
             reported = true;
             report(opPtr(*b), head + "reduce_type: " + ra + " has " + reduceName(ca->reduce) + ", " + rb + " has " +
                                   reduceName(cb->reduce) + " (" + describe(a) + "; " + describe(b) + ")");
-          } else if (ca->kind == CollectiveKind::Broadcast) {
-            int64_t root_a = a->attrs.getInt("root").value_or(0), root_b = b->attrs.getInt("root").value_or(0);
-            if (root_a != root_b) {
-              reported = true;
-              report(opPtr(*b), head + "root: " + ra + " has " + std::to_string(root_a) + ", " + rb + " has " +
-                                    std::to_string(root_b) + " (" + describe(a) + "; " + describe(b) + ")");
-            }
+          } else if (std::string_view root_key = collectiveRootAttr(ca->kind); !root_key.empty() && ca->root != cb->root) {
+            reported = true;
+            report(opPtr(*b), head + std::string(root_key) + ": " + ra + " has " + std::to_string(ca->root) + ", " + rb + " has " +
+                                  std::to_string(cb->root) + " (" + describe(a) + "; " + describe(b) + ")");
           }
         }
         if (!reported && ref.ops.size() != other.ops.size()) {

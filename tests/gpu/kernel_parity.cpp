@@ -32,12 +32,14 @@ struct NoHostComm final : Communicator {
   void reduceScatter(int64_t, const Tensor&, Tensor&, const OpDesc&) override { throw std::logic_error("no collectives"); }
   void allGather(int64_t, const Tensor&, Tensor&, const OpDesc&) override { throw std::logic_error("no collectives"); }
   void broadcast(int64_t, const Tensor&, Tensor&, int64_t, const OpDesc&) override { throw std::logic_error("no collectives"); }
+  void reduce(int64_t, const Tensor&, Tensor&, int64_t, const OpDesc&) override { throw std::logic_error("no collectives"); }
 };
 struct NoDeviceComm final : DeviceComm {
   void allReduce(int64_t, const DevTensor&, DevTensor&, ReduceOp, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
   void reduceScatter(int64_t, const DevTensor&, DevTensor&, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
   void allGather(int64_t, const DevTensor&, DevTensor&, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
   void broadcast(int64_t, const DevTensor&, DevTensor&, int64_t, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
+  void reduce(int64_t, const DevTensor&, DevTensor&, int64_t, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
   void abort() override {}
 };
 

@@ -15,10 +15,11 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-for spec in "2 hand_tp2_legacy" "2 hand_tp2_fused" "4 collectives_tp4"; do
-  set -- $spec; n=$1 job=$2
-  "$SP_OPT" replay "$JOBS/$job.json" --dump "$tmp/$job.local" > "$tmp/$job.local.txt" || bad "local replay of $job"
-  timeout 120 mpirun -n "$n" --oversubscribe "$SP_OPT" replay "$JOBS/$job.json" --backend mpi --dump "$tmp/$job.mpi" \
+# resnet_block_dp2: conv/batch_norm/pool kernels and c_reduce_sum (gathered to the root over MPI).
+for spec in "2 hand_tp2_legacy.json" "2 hand_tp2_fused.json" "4 collectives_tp4.json" "2 resnet_block_dp2.sptxt"; do
+  set -- $spec; n=$1 file=$2 job=${2%.*}
+  "$SP_OPT" replay "$JOBS/$file" --dump "$tmp/$job.local" > "$tmp/$job.local.txt" || bad "local replay of $job"
+  timeout 120 mpirun -n "$n" --oversubscribe "$SP_OPT" replay "$JOBS/$file" --backend mpi --dump "$tmp/$job.mpi" \
     > "$tmp/$job.mpi.txt" || bad "mpi replay of $job (-n $n)"
   # Bitwise: every dumped .npy identical, and the printed summaries (checksums) too.
   diff -r "$tmp/$job.local" "$tmp/$job.mpi" > /dev/null || bad "$job: local and mpi dumps differ"

@@ -87,7 +87,8 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "elementwise_mul_grad", "gelu", "gelu_grad", "relu", "relu_grad", "layer_norm", "layer_norm_grad",
       "softmax", "softmax_grad", "dropout", "dropout_grad", "scale", "reshape2", "reshape2_grad", "transpose2",
       "transpose2_grad", "split", "concat", "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad",
-      "mean", "mean_grad", "fill_constant", "assign", "sum", "sgd", "depend", "nop",
+      "mean", "mean_grad", "fill_constant", "assign", "sum", "sgd", "depend", "nop", "conv2d", "conv2d_grad", "pool2d",
+      "pool2d_grad", "batch_norm", "batch_norm_grad", "mul", "mul_grad", "top_k_v2", "accuracy", "momentum",
       // and, from the catalogue, ops only PIR spells, and fetch
       "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine"};
   auto supported = spopt::rt::supportedKernelOps();

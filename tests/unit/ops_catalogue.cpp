@@ -51,7 +51,11 @@ TEST_CASE("every spelling resolves to one definition", "[ops]") {
   CHECK(resolveOp("matmul_v2").def == resolveOp("pd_op.matmul").def);
   CHECK(resolveOp("c_allreduce_max").spelling->reduce == ReduceOp::Max);
   CHECK(resolveOp("pd_op.all_reduce_").spelling->inplace);
-  CHECK_FALSE(resolveOp("conv2d"));
+  CHECK(resolveOp("conv2d").def == resolveOp("pd_op.conv2d").def);
+  CHECK(resolveOp("mul").def == resolveOp("pd_op.matmul_with_flatten").def);
+  CHECK(resolveOp("pd_op.batch_norm_").spelling->inplace);
+  CHECK(resolveOp("c_reduce_sum").def->collective == CollectiveKind::Reduce);
+  CHECK_FALSE(resolveOp("deformable_conv"));
 }
 
 TEST_CASE("kernels attach to definitions, so every spelling replays", "[ops]") {
@@ -106,6 +110,11 @@ TEST_CASE("the builder writes the program's dialect", "[ops][builder]") {
   CHECK(ag->in("in0") == shard);
   CHECK(ag->out("out0") == full);
   CHECK_FALSE(ag->in("x"));
+  // A reduce names its root by Paddle's root_id.
+  Op* rd = ob.collective({CollectiveKind::Reduce, 36, 0, ReduceOp::Sum, 1}, shard, shard).insertAt(b, b.ops.end());
+  CHECK(rd->type == "pd_op.c_reduce_sum");
+  CHECK(rd->attrs.getInt("root_id") == 1);
+  CHECK(asCollective(*rd)->root == 1);
   // PIR passes reshape's shape as an operand: the builder adds its pd_op.full_int_array.
   Var* flat = ob.freshVar("flat", {4, 8}, DType::BFloat16);
   Var* xshape = ob.freshVar("flat_xshape", {0, 4, 1, 8}, DType::BFloat16);

@@ -130,6 +130,31 @@ TEST_CASE("all-gather concatenates along axis 0 in group order, broadcast copies
   for (int64_t r = 0; r < 3; ++r) REQUIRE(std::memcmp(bcast[r].raw(), input(1, {5}).raw(), 20) == 0);
 }
 
+TEST_CASE("reduce sums in group order on the root, the other ranks keep their input", "[runtime][comm]") {
+  Job job = jobWithGroups({{1, {2, 0, 1}}});
+  auto outs = runRanks(job, {0, 1, 2}, [](int64_t r, Communicator& c) {
+    Tensor in = input(r, {6}), out(DType::Float32, {6});
+    c.reduce(1, in, out, /*root rank*/ 0, desc("c_reduce_sum", r));
+    return out;
+  });
+  for (int64_t i = 0; i < 6; ++i) {
+    float want = input(2, {6}).data<float>()[i];  // group order: 2, 0, 1
+    for (int64_t r : {0, 1}) want += input(r, {6}).data<float>()[i];
+    REQUIRE(std::memcmp(&outs[0].data<float>()[i], &want, 4) == 0);
+  }
+  for (int64_t r : {1, 2}) REQUIRE(std::memcmp(outs[r].raw(), input(r, {6}).raw(), 24) == 0);
+  // A root outside the ring is an error, not a hang.
+  Job small = jobWithGroups({{3, {0, 1}}});
+  std::string err = communicatorErrorOf([&] {
+    runRanks(small, {0, 1}, [](int64_t r, Communicator& c) {
+      Tensor in = input(r, {2}), out(DType::Float32, {2});
+      c.reduce(3, in, out, /*root rank*/ 5, desc("c_reduce_sum", r));
+      return out;
+    });
+  });
+  REQUIRE_THAT(err, Catch::Contains("root 5 is not a member of ring 3"));
+}
+
 TEST_CASE("a mismatched collective is an error naming both ranks and ops, not a hang", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
   auto start = std::chrono::steady_clock::now();

@@ -17,6 +17,9 @@ static const KernelTable& table() {
     registerDropoutKernels(k);
     registerMiscKernels(k);
     registerPirValueKernels(k);
+    registerConvKernels(k);
+    registerBatchNormKernels(k);
+    registerTrainKernels(k);
     return k;
   }();
   return t;

@@ -11,17 +11,6 @@
 namespace spopt::rt {
 namespace {
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  blas().sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc) {
-  blas().dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-
 using matmul_plan::Dims;
 using matmul_plan::MatmulShapes;
 using matmul_plan::matmulShapes;
@@ -30,7 +19,7 @@ template <typename T>
 void broadcastGemm(const T* a, const Dims& as, bool ta, const T* b, const Dims& bs, bool tb, T* c, const Dims& cs) {
   matmul_plan::broadcastGemm(a, as, ta, b, bs, tb, c, cs,
                              [](bool ta_, bool tb_, int64_t m, int64_t n, int64_t k, const T* a_, int64_t lda, const T* b_,
-                                int64_t ldb, T beta, T* c_, int64_t ldc) { gemm(ta_, tb_, m, n, k, a_, lda, b_, ldb, beta, c_, ldc); },
+                                int64_t ldb, T beta, T* c_, int64_t ldc) { blasGemm(ta_, tb_, m, n, k, a_, lda, b_, ldb, beta, c_, ldc); },
                              [](T* c_, int64_t count) { std::fill(c_, c_ + count, T(0)); });
 }
 

@@ -27,5 +27,8 @@ void registerReduceKernels(KernelTable& t);
 void registerDropoutKernels(KernelTable& t);
 void registerMiscKernels(KernelTable& t);
 void registerPirValueKernels(KernelTable& t);
+void registerConvKernels(KernelTable& t);
+void registerBatchNormKernels(KernelTable& t);
+void registerTrainKernels(KernelTable& t);
 
 }  // namespace spopt::rt

@@ -152,6 +152,27 @@ class MpiComm final : public Communicator {
     linkDelay(r, d);
   }
 
+  // Gathered on the root and summed there in group order (the bits the local backend computes);
+  // the other members keep their input.
+  void reduce(int64_t ring_id, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) override {
+    MpiRing& r = announce(ring_id, {CollectiveKind::Reduce, in.dtype(), in.numel(), root}, in, out, d);
+    int root_pos = -1;
+    for (size_t i = 0; i < r.ranks.size(); ++i)
+      if (r.ranks[i] == root) root_pos = int(i);
+    if (root_pos < 0) throw InputError(d.file, d.pointer, d.text() + ": root " + std::to_string(root) + " is not a member of ring " + std::to_string(ring_id));
+    const size_t n = r.ranks.size(), bytes = in.bytes();
+    const bool is_root = r.position == root_pos;
+    std::vector<std::byte> all(is_root ? n * bytes : 0);
+    MPI_Request req;
+    locked([&] { MPI_Igather(in.raw(), checkedCount(bytes, d), MPI_BYTE, all.data(), int(bytes), MPI_BYTE, root_pos, r.comm, &req); });
+    wait(req, r, ring_id, d);
+    if (is_root)
+      for (size_t i = 0; i < n; ++i) reduceInto(out, all.data() + i * bytes, in.numel(), ReduceOp::Sum, i == 0);
+    else if (bytes && out.raw() != in.raw())
+      std::memcpy(out.raw(), in.raw(), bytes);
+    linkDelay(r, d);
+  }
+
  private:
   int64_t rank_;
   std::chrono::milliseconds timeout_;

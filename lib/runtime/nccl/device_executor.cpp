@@ -307,12 +307,15 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
           break;
         case CollectiveKind::ReduceScatter: comm.reduceScatter(c->ring_id, x, *y, d, s); break;
         case CollectiveKind::AllGather: comm.allGather(c->ring_id, x, *y, d, s); break;
-        case CollectiveKind::Broadcast: {
+        case CollectiveKind::Broadcast:
+        case CollectiveKind::Reduce: {
           const ProcessGroup* g = p.job->group(c->ring_id);
           if (!g) fail("ring " + std::to_string(c->ring_id) + " has no process group");
-          int64_t root = op.attrs.getInt("root").value_or(0);
-          if (root < 0 || root >= int64_t(g->ranks.size())) fail("root " + std::to_string(root) + " is not a position in ring " + std::to_string(c->ring_id));
-          comm.broadcast(c->ring_id, x, *y, g->ranks[size_t(root)], d, s);
+          if (c->root < 0 || c->root >= int64_t(g->ranks.size()))
+            fail(std::string(collectiveRootAttr(c->kind)) + " " + std::to_string(c->root) + " is not a position in ring " + std::to_string(c->ring_id));
+          int64_t root = g->ranks[size_t(c->root)];
+          if (c->kind == CollectiveKind::Broadcast) comm.broadcast(c->ring_id, x, *y, root, d, s);
+          else comm.reduce(c->ring_id, x, *y, root, d, s);
           break;
         }
       }

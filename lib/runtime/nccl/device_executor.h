@@ -28,6 +28,8 @@ class DeviceComm {
   virtual void reduceScatter(int64_t ring, const DevTensor& in, DevTensor& out, const OpDesc& d, cudaStream_t s) = 0;
   virtual void allGather(int64_t ring, const DevTensor& in, DevTensor& out, const OpDesc& d, cudaStream_t s) = 0;
   virtual void broadcast(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) = 0;
+  // The sum on `root` (a global rank); the others' out is their input.
+  virtual void reduce(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) = 0;
   // Another rank failed or a collective hung: ncclCommAbort every ring (unblocks the device).
   virtual void abort() = 0;
 };

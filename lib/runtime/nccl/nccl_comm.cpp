@@ -138,6 +138,17 @@ void NcclRankComm::broadcast(int64_t ring, const DevTensor& in, DevTensor& out, 
   ncclCheck(ncclBroadcast(in.buf.get(), out.buf.get(), size_t(in.numel), ncclType(in.storage()), root_pos, r.comm, s), "ncclBroadcast");
   settle(r, "ncclBroadcast");
 }
+// ncclReduce writes the receive buffer on the root only: the others copy their input into out.
+void NcclRankComm::reduce(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) {
+  Ring& r = agree(ring, {CollectiveKind::Reduce, in.dtype, in.numel, root}, in, out, d);
+  int root_pos = -1;
+  for (size_t i = 0; i < r.ranks.size(); ++i)
+    if (r.ranks[i] == root) root_pos = int(i);
+  ncclCheck(ncclReduce(in.buf.get(), out.buf.get(), size_t(in.numel), ncclType(in.storage()), ncclSum, root_pos, r.comm, s), "ncclReduce");
+  settle(r, "ncclReduce");
+  if (root != rank_ && in.bytes() && out.buf.get() != in.buf.get())
+    cudaCheck(cudaMemcpyAsync(out.buf.get(), in.buf.get(), in.bytes(), cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+}
 void NcclRankComm::abort() {
   for (auto& [id, r] : rings_)
     if (r.comm) {
@@ -152,7 +163,7 @@ NcclRankComm::Ring& NcclRankComm::agree(int64_t ring_id, const CollectiveHeader&
     throw InputError(d.file, d.pointer, d.text() + ": rank " + std::to_string(rank_) + " is not a member of ring " +
                                             std::to_string(ring_id) + " (or the ring has no process group)");
   Ring& r = it->second;
-  if (h.kind == CollectiveKind::Broadcast && std::find(r.ranks.begin(), r.ranks.end(), h.extra) == r.ranks.end())
+  if (!collectiveRootAttr(h.kind).empty() && std::find(r.ranks.begin(), r.ranks.end(), h.extra) == r.ranks.end())
     throw InputError(d.file, d.pointer, d.text() + ": root " + std::to_string(h.extra) + " is not a member of ring " + std::to_string(ring_id));
   checkCounts(h.kind, in, out, int64_t(r.ranks.size()), d);
   agreement_.agree(ring_id, r.ranks, r.position, r.seq++, h, d);

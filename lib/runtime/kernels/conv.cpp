@@ -1,0 +1,305 @@
+// conv2d and pool2d (+ grads), NCHW. conv2d is im2col + GEMM per image and group (OpenBLAS); a
+// 1x1 convolution with stride 1 and no padding multiplies the image itself. The window (padding
+// algorithm, dilations, ceil_mode, global and adaptive pooling) is ops/conv_geometry.h's, shared
+// with the verifier's rules.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/conv_geometry.h"
+#include "runtime/kernels/blas.h"
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/registry.h"
+
+namespace spopt::rt {
+namespace {
+
+void requireNchw(const KernelContext& c, const Tensor& t, std::string_view name) {
+  std::string f = stringAttr(c, "data_format", "NCHW");
+  if (f != "NCHW" && f != "AnyLayout") kernelFail(c, "data_format " + f + " is not supported (NCHW only)");
+  if (t.shape().size() != 4) kernelFail(c, std::string(name) + " " + shapeStr(t.shape()) + " should be 4-D (NCHW)");
+}
+
+Window2d window(const KernelContext& c, const Tensor& x, bool is_pool, std::vector<int64_t> filter_hw = {}) {
+  WindowAttrs a;
+  a.ksize = is_pool ? intsAttr(c, "ksize", {}) : std::move(filter_hw);
+  a.strides = intsAttr(c, "strides", {1, 1});
+  a.paddings = intsAttr(c, "paddings", {0, 0});
+  a.dilations = intsAttr(c, "dilations", {1, 1});
+  a.padding_algorithm = stringAttr(c, "padding_algorithm", "EXPLICIT");
+  a.ceil_mode = boolAttr(c, "ceil_mode", false);
+  a.global_pooling = boolAttr(c, "global_pooling", false);
+  a.adaptive = boolAttr(c, "adaptive", false);
+  std::string why;
+  auto w = resolveWindow(x.shape()[2], x.shape()[3], a, is_pool, &why);
+  if (!w) kernelFail(c, why);
+  return *w;
+}
+
+// ---- conv2d ----
+
+struct ConvShape {
+  int64_t n, cin, h, w;      // Input
+  int64_t cout, groups;      // Filter [cout, cin / groups, kh, kw]
+  int64_t kh, kw, oh, ow;
+  int64_t cg() const { return cin / groups; }
+  int64_t mg() const { return cout / groups; }
+  int64_t k() const { return cg() * kh * kw; }  // GEMM depth
+  int64_t plane() const { return oh * ow; }
+};
+
+ConvShape convShape(const KernelContext& c, const Tensor& x, const Tensor& f, Window2d& win) {
+  requireNchw(c, x, "Input");
+  if (f.shape().size() != 4) kernelFail(c, "Filter " + shapeStr(f.shape()) + " should be 4-D");
+  requireFloat(c, "Input", x);
+  requireSameStorage(c, "Filter", f, "Input", x);
+  int64_t groups = intAttr(c, "groups", 1);
+  const auto &xs = x.shape(), &fs = f.shape();
+  if (groups < 1 || fs[0] % groups || xs[1] != fs[1] * groups)
+    kernelFail(c, "Input " + shapeStr(xs) + ", Filter " + shapeStr(fs) + " and groups " + std::to_string(groups) + " do not agree");
+  win = window(c, x, false, {fs[2], fs[3]});
+  return {xs[0], xs[1], xs[2], xs[3], fs[0], groups, fs[2], fs[3], win.h.out, win.w.out};
+}
+
+bool isPointwise(const ConvShape& s, const Window2d& w) {
+  return s.kh == 1 && s.kw == 1 && w.h.stride == 1 && w.w.stride == 1 && w.h.pad_before == 0 && w.w.pad_before == 0 &&
+         s.oh == s.h && s.ow == s.w;
+}
+
+// col[(ci * kh + i) * kw + j][oy * ow + ox] = x[ci][oy * sh - ph + i * dh][ox * sw - pw + j * dw], 0 in the padding.
+template <typename T> void im2col(const T* x, const ConvShape& s, const Window2d& w, T* col) {
+  for (int64_t ci = 0; ci < s.cg(); ++ci)
+    for (int64_t i = 0; i < s.kh; ++i)
+      for (int64_t j = 0; j < s.kw; ++j) {
+        T* row = col + ((ci * s.kh + i) * s.kw + j) * s.plane();
+        for (int64_t oy = 0; oy < s.oh; ++oy) {
+          int64_t iy = oy * w.h.stride - w.h.pad_before + i * w.h.dilation;
+          T* out = row + oy * s.ow;
+          if (iy < 0 || iy >= s.h) {
+            std::fill(out, out + s.ow, T(0));
+            continue;
+          }
+          const T* in = x + (ci * s.h + iy) * s.w;
+          for (int64_t ox = 0; ox < s.ow; ++ox) {
+            int64_t ix = ox * w.w.stride - w.w.pad_before + j * w.w.dilation;
+            out[ox] = ix >= 0 && ix < s.w ? in[ix] : T(0);
+          }
+        }
+      }
+}
+
+// The adjoint of im2col: dx[...] += col[...] (dx zeroed by the caller).
+template <typename T> void col2im(const T* col, const ConvShape& s, const Window2d& w, T* dx) {
+  for (int64_t ci = 0; ci < s.cg(); ++ci)
+    for (int64_t i = 0; i < s.kh; ++i)
+      for (int64_t j = 0; j < s.kw; ++j) {
+        const T* row = col + ((ci * s.kh + i) * s.kw + j) * s.plane();
+        for (int64_t oy = 0; oy < s.oh; ++oy) {
+          int64_t iy = oy * w.h.stride - w.h.pad_before + i * w.h.dilation;
+          if (iy < 0 || iy >= s.h) continue;
+          T* out = dx + (ci * s.h + iy) * s.w;
+          const T* in = row + oy * s.ow;
+          for (int64_t ox = 0; ox < s.ow; ++ox) {
+            int64_t ix = ox * w.w.stride - w.w.pad_before + j * w.w.dilation;
+            if (ix >= 0 && ix < s.w) out[ix] += in[ox];
+          }
+        }
+      }
+}
+
+// Output[n, g] = Filter[g] (mg x k) . col(Input[n, g]) (k x plane).
+void conv2d(KernelContext& c) {
+  const Tensor& x = requireInput(c, "Input");
+  const Tensor& f = requireInput(c, "Filter");
+  Tensor& y = requireOutput(c, "Output");
+  Window2d w;
+  ConvShape s = convShape(c, x, f, w);
+  requireSameStorage(c, "Output", y, "Input", x);
+  requireShape(c, "Output", y, {s.n, s.cout, s.oh, s.ow}, "the convolution of Input and Filter");
+  bool direct = isPointwise(s, w);
+  dispatchFloat(c, "Input", x, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> col(direct ? 0 : size_t(s.k() * s.plane()));
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const T* xg = x.data<T>() + (n * s.cin + g * s.cg()) * s.h * s.w;
+        const T* b = xg;
+        if (!direct) {
+          im2col(xg, s, w, col.data());
+          b = col.data();
+        }
+        T* yg = y.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
+        blasGemm(false, false, s.mg(), s.plane(), s.k(), f.data<T>() + g * s.mg() * s.k(), s.k(), b, s.plane(), T(0), yg, s.plane());
+      }
+  });
+}
+
+// Filter@GRAD[g] = sum over n of Output@GRAD[n, g] . col(Input[n, g])^T;
+// Input@GRAD[n, g] = col2im(Filter[g]^T . Output@GRAD[n, g]).
+void conv2dGrad(KernelContext& c) {
+  const Tensor& x = requireInput(c, "Input");
+  const Tensor& f = requireInput(c, "Filter");
+  const Tensor& dy = requireInput(c, "Output@GRAD");
+  Tensor* dx = optionalOutput(c, "Input@GRAD");
+  Tensor* df = optionalOutput(c, "Filter@GRAD");
+  Window2d w;
+  ConvShape s = convShape(c, x, f, w);
+  requireSameStorage(c, "Output@GRAD", dy, "Input", x);
+  requireShape(c, "Output@GRAD", dy, {s.n, s.cout, s.oh, s.ow}, "the convolution of Input and Filter");
+  if (dx) {
+    requireSameStorage(c, "Input@GRAD", *dx, "Input", x);
+    requireShape(c, "Input@GRAD", *dx, x.shape(), "Input's shape");
+  }
+  if (df) {
+    requireSameStorage(c, "Filter@GRAD", *df, "Filter", f);
+    requireShape(c, "Filter@GRAD", *df, f.shape(), "Filter's shape");
+  }
+  bool direct = isPointwise(s, w);
+  dispatchFloat(c, "Input", x, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> col(direct ? 0 : size_t(s.k() * s.plane()));
+    if (dx) std::fill(dx->data<T>(), dx->data<T>() + dx->numel(), T(0));
+    for (int64_t n = 0; n < s.n; ++n)
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const T* dyg = dy.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
+        int64_t x_off = (n * s.cin + g * s.cg()) * s.h * s.w;
+        if (df) {
+          const T* b = x.data<T>() + x_off;
+          if (!direct) {
+            im2col(b, s, w, col.data());
+            b = col.data();
+          }
+          blasGemm(false, true, s.mg(), s.k(), s.plane(), dyg, s.plane(), b, s.plane(), T(n ? 1 : 0), df->data<T>() + g * s.mg() * s.k(),
+                   s.k());
+        }
+        if (dx) {
+          T* dst = direct ? dx->data<T>() + x_off : col.data();
+          blasGemm(true, false, s.k(), s.plane(), s.mg(), f.data<T>() + g * s.mg() * s.k(), s.k(), dyg, s.plane(), T(0), dst, s.plane());
+          if (!direct) col2im(col.data(), s, w, dx->data<T>() + x_off);
+        }
+      }
+  });
+}
+
+// ---- pool2d ----
+
+// The input range a window reads along one dim (padding excluded), as Paddle's CPU pooling
+// computes it: adaptive windows, else [o * stride - pad, + k) clipped to the input.
+struct Span {
+  int64_t begin, end;
+};
+Span span(const WindowDim& d, int64_t o, bool adaptive) {
+  if (adaptive) return {adaptiveStart(o, d.in, d.out), adaptiveEnd(o, d.in, d.out)};
+  int64_t b = o * d.stride - d.pad_before;
+  return {std::max<int64_t>(b, 0), std::min(b + d.k, d.in)};
+}
+
+struct PoolShape {
+  Window2d w;
+  int64_t planes;  // N * C
+  bool max, exclusive, adaptive;
+};
+
+PoolShape poolShape(const KernelContext& c, const Tensor& x) {
+  requireNchw(c, x, "X");
+  requireFloat(c, "X", x);
+  std::string type = stringAttr(c, "pooling_type", "max");
+  if (type != "max" && type != "avg") kernelFail(c, "pooling_type \"" + type + "\" is neither max nor avg");
+  PoolShape p{window(c, x, true), x.shape()[0] * x.shape()[1], type == "max", boolAttr(c, "exclusive", true),
+              boolAttr(c, "adaptive", false)};
+  return p;
+}
+
+// Calls f(plane, oy, ox, ys, xs, divisor) for every output element.
+template <typename F> void forEachWindow(const PoolShape& p, F&& f) {
+  const WindowDim &h = p.w.h, &w = p.w.w;
+  for (int64_t pl = 0; pl < p.planes; ++pl)
+    for (int64_t oy = 0; oy < h.out; ++oy) {
+      Span ys = span(h, oy, p.adaptive);
+      for (int64_t ox = 0; ox < w.out; ++ox) {
+        Span xs = span(w, ox, p.adaptive);
+        int64_t area = (ys.end - ys.begin) * (xs.end - xs.begin);
+        int64_t divisor = p.exclusive || p.adaptive ? area : h.k * w.k;
+        f(pl, oy, ox, ys, xs, divisor);
+      }
+    }
+}
+
+void pool2d(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  PoolShape p = poolShape(c, x);
+  requireSameStorage(c, "Out", out, "X", x);
+  requireShape(c, "Out", out, {x.shape()[0], x.shape()[1], p.w.h.out, p.w.w.out}, "X pooled");
+  int64_t in_plane = p.w.h.in * p.w.w.in, out_plane = p.w.h.out * p.w.w.out;
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
+      const T* in = x.data<T>() + pl * in_plane;
+      double acc = p.max ? -std::numeric_limits<double>::infinity() : 0.0;
+      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+        for (int64_t ix = xs.begin; ix < xs.end; ++ix) {
+          double v = double(in[iy * p.w.w.in + ix]);
+          acc = p.max ? std::max(acc, v) : acc + v;
+        }
+      if (!p.max) acc = divisor > 0 ? acc / double(divisor) : 0.0;
+      out.data<T>()[pl * out_plane + oy * p.w.w.out + ox] = T(acc);
+    });
+  });
+}
+
+// avg: each input of a window gets Out@GRAD / divisor; max: the first input equal to the
+// window's maximum gets all of it (as Paddle's CPU kernel).
+void pool2dGrad(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  const Tensor& dy = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  PoolShape p = poolShape(c, x);
+  const Tensor* out = p.max ? &requireInput(c, "Out") : nullptr;
+  std::vector<int64_t> out_shape = {x.shape()[0], x.shape()[1], p.w.h.out, p.w.w.out};
+  requireSameStorage(c, "Out@GRAD", dy, "X", x);
+  requireShape(c, "Out@GRAD", dy, out_shape, "X pooled");
+  if (out) {
+    requireSameStorage(c, "Out", *out, "X", x);
+    requireShape(c, "Out", *out, out_shape, "X pooled");
+  }
+  requireSameStorage(c, "X@GRAD", dx, "X", x);
+  requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
+  int64_t in_plane = p.w.h.in * p.w.w.in, out_plane = p.w.h.out * p.w.w.out;
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    std::fill(dx.data<T>(), dx.data<T>() + dx.numel(), T(0));
+    forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
+      int64_t o = pl * out_plane + oy * p.w.w.out + ox;
+      T g = dy.data<T>()[o];
+      const T* in = x.data<T>() + pl * in_plane;
+      T* d = dx.data<T>() + pl * in_plane;
+      if (p.max) {
+        T m = out->data<T>()[o];
+        for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+          for (int64_t ix = xs.begin; ix < xs.end; ++ix)
+            if (in[iy * p.w.w.in + ix] == m) {
+              d[iy * p.w.w.in + ix] += g;
+              return;
+            }
+        return;
+      }
+      if (divisor <= 0) return;
+      T share = T(double(g) / double(divisor));
+      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+        for (int64_t ix = xs.begin; ix < xs.end; ++ix) d[iy * p.w.w.in + ix] += share;
+    });
+  });
+}
+
+}  // namespace
+
+void registerConvKernels(KernelTable& t) {
+  t.add("conv2d", conv2d);
+  t.add("conv2d_grad", conv2dGrad);
+  t.add("pool2d", pool2d);
+  t.add("pool2d_grad", pool2dGrad);
+}
+
+}  // namespace spopt::rt
