@@ -16,6 +16,7 @@ static const KernelTable& table() {
     registerReduceKernels(k);
     registerDropoutKernels(k);
     registerMiscKernels(k);
+    registerTrainKernels(k);
     registerPirValueKernels(k);
     return k;
   }();

@@ -26,6 +26,7 @@ void registerShapeKernels(KernelTable& t);
 void registerReduceKernels(KernelTable& t);
 void registerDropoutKernels(KernelTable& t);
 void registerMiscKernels(KernelTable& t);
+void registerTrainKernels(KernelTable& t);
 void registerPirValueKernels(KernelTable& t);
 
 }  // namespace spopt::rt
