@@ -106,7 +106,10 @@ rt::MemoryBudget memoryBudget(const std::string& memory_limit, const rt::Backend
   return {share, on_host > hosted ? "this process's share of MemAvailable; set --memory-limit" : "MemAvailable; set --memory-limit"};
 }
 
-void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit) {
+void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit,
+                   int64_t& dynamic_dim) {
+  sub.add_option("--dynamic-dim", dynamic_dim, "The size a dynamic dimension (-1, e.g. Paddle's batch) is replayed as (default 1)")
+      ->check(CLI::PositiveNumber);
   sub.add_option("--memory-limit", memory_limit,
                  "BYTES (8G, 512M, ...): refuse, before allocating, a job whose buffers at their peak exceed it "
                  "(default: the machine's available memory; 0: no limit)");

@@ -27,7 +27,8 @@ void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks);
 
 // The options replay and check share for how ranks run: --timeout, --link, --single-stream,
 // --memory-limit.
-void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit);
+void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit,
+                   int64_t& dynamic_dim);
 
 // The memory budget of this process's ranks (runtime/memory_budget.h): --memory-limit BYTES when
 // given ("0": none), else the machine's available memory shared by the ranks running on it (nccl:

@@ -10,6 +10,7 @@
 #include "backends.h"
 #include "command.h"
 #include "io/atomic_file.h"
+#include "job_checks.h"
 #include "load_job.h"
 #include "runtime/executor.h"
 #include "runtime/report.h"
@@ -23,6 +24,7 @@ struct Options {
   double rtol = 1e-5, atol = 1e-6, timeout_s = 60;
   std::string link, memory_limit;
   bool single_stream = false;
+  int64_t dynamic_dim = 1;
 };
 
 std::string rankSet(const std::vector<int64_t>& r) {
@@ -55,6 +57,8 @@ int runCheck(const Options& o) {
   try {
     auto before = loadVerifiedJob(o.before);
     auto after = loadVerifiedJob(o.after);
+    sizeDynamicDimsForReplay(*before, o.before, o.dynamic_dim, backend->reports());
+    sizeDynamicDimsForReplay(*after, o.after, o.dynamic_dim, backend->reports());
     if (before->world_size != after->world_size)
       throw InputError(o.after, "/world_size", "world_size " + std::to_string(after->world_size) + " differs from " +
                                                    o.before + "'s " + std::to_string(before->world_size));
@@ -164,7 +168,7 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
                        sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
-                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit);
+                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit, o->dynamic_dim);
                        return [o] { return runCheck(*o); };
                      }}};
 

@@ -9,6 +9,7 @@
 #include "backends.h"
 #include "blas_probe.h"
 #include "command.h"
+#include "job_checks.h"
 #include "load_job.h"
 #include "io/atomic_file.h"
 #include "io/output_transaction.h"
@@ -24,6 +25,7 @@ struct Options {
   double timeout_s = 60;
   std::string link, memory_limit;
   bool single_stream = false;
+  int64_t dynamic_dim = 1;
   bool blas_probe = false;
 };
 
@@ -44,6 +46,7 @@ int runReplay(const Options& o) {
   auto backend = makeBackend(o.backend, bo);
   try {
     auto job = loadVerifiedJob(o.job);
+    sizeDynamicDimsForReplay(*job, o.job, o.dynamic_dim, backend->reports());
     // --dump and --trace are staged now (an unwritable place fails before the run) and appear
     // together at the end, only if everything succeeded.
     OutputTransaction outputs;
@@ -122,7 +125,7 @@ const Registrar reg{{"replay", "Run every rank's program and summarise its fetch
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--dump", o->dump, "Write DIR/rankR/VAR.npy for every reported var");
                        sub.add_option("--trace", o->trace, "Write a Chrome trace-event JSON (Perfetto, chrome://tracing)");
-                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit);
+                       addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit, o->dynamic_dim);
                        sub.add_flag("--blas-probe", o->blas_probe, "Print the OpenBLAS core and its sgemm GFLOP/s, then exit");
                        return [o] { return runReplay(*o); };
                      }}};

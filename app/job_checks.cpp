@@ -1,4 +1,5 @@
 #include "analysis/dynamic_dims.h"
+#include "analysis/fused_buffers.h"
 #include "job_checks.h"
 
 #include <cstdio>
@@ -95,10 +96,20 @@ JobValidation validateJobFile(const std::string& file, bool strict) {
   return v;
 }
 
-void sizeDynamicDimsForCosting(Job& job, const std::string& file, int64_t size) {
-  if (size_t n = sizeDynamicDims(job, size))
-    std::fprintf(stderr, "note: %s: %zu var(s) have a dynamic dimension (-1), costed as %lld (--dynamic-dim N)\n",
-                 file.c_str(), n, static_cast<long long>(size));
+namespace {
+void sizeWithNote(Job& job, const std::string& file, int64_t size, const char* use, bool note) {
+  if (size_t n = sizeDynamicDims(job, size); n && note)
+    std::fprintf(stderr, "note: %s: %zu var(s) have a dynamic dimension (-1), %s as %lld (--dynamic-dim N)\n",
+                 file.c_str(), n, use, static_cast<long long>(size));
+  if (size_t n = sizeFusedBuffers(job); n && note)
+    std::fprintf(stderr, "note: %s: %zu coalesce_tensor buffer(s) declared [0], sized from what they fuse\n", file.c_str(), n);
+}
+}  // namespace
+
+void sizeDynamicDimsForCosting(Job& job, const std::string& file, int64_t size) { sizeWithNote(job, file, size, "costed", true); }
+
+void sizeDynamicDimsForReplay(Job& job, const std::string& file, int64_t size, bool note) {
+  sizeWithNote(job, file, size, "replayed", note);
 }
 
 }  // namespace spopt::app

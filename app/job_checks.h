@@ -28,5 +28,7 @@ JobValidation validateJobFile(const std::string& file, bool strict);
 // Before costing a job: its dynamic dims (-1) take `size` (analysis/dynamic_dims.h), and a note on
 // stderr says how many vars had one.
 void sizeDynamicDimsForCosting(Job& job, const std::string& file, int64_t size);
+// The same before replaying it; `note` false keeps stderr quiet (the mpi ranks that do not report).
+void sizeDynamicDimsForReplay(Job& job, const std::string& file, int64_t size, bool note);
 
 }  // namespace spopt::app

@@ -5,6 +5,7 @@
 
 #include "ops/op_view.h"
 #include "ir/json_text.h"
+#include "ir/op_role.h"
 
 namespace spopt {
 
@@ -164,7 +165,9 @@ class LivenessBuilder {
 // results: the values it computes that nothing reads.
 bool keptToEnd(const Var& v) {
   const Program& p = *v.block->program;
-  return v.persistable || p.fetches(v.name) || (p.fetch.empty() && !v.writers.empty() && v.readers.empty());
+  if (v.persistable || p.fetches(v.name)) return true;
+  if (p.fetch.empty() && !v.writers.empty() && v.readers.empty()) return true;
+  return std::any_of(v.writers.begin(), v.writers.end(), [](const Op* w) { return phaseOf(*w) == Phase::Loss; });
 }
 
 const Block* entryBlockOf(const Program& p) {

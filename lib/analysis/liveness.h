@@ -54,8 +54,9 @@ struct Liveness {
 const Block* entryBlockOf(const Program& p);
 // One walk over every op of every block (plus one over each block's vars).
 Liveness computeProgramLiveness(const Program& p, const LivenessOptions& o = {});
-// A var that never dies: persistable or fetched by its program (or, in a program that fetches
-// nothing, a result: written and never read).
+// A var that never dies: persistable, fetched by its program, the loss (written by an op whose
+// op_role is Loss: a training script fetches it at run time, which its saved program does not
+// show), or, in a program that fetches nothing, a result (written and never read).
 bool keptToEnd(const Var& v);
 
 }  // namespace spopt

@@ -27,6 +27,7 @@ const Catalogue& catalogue() {
     ops::addShapeOps(defs);
     ops::addReduceOps(defs);
     ops::addMiscOps(defs);
+    ops::addTrainOps(defs);
     ops::addCollectiveOps(defs);
     ops::addVisionOps(defs);
     Catalogue cat;

@@ -39,15 +39,16 @@ Result checkElementwise(const OpView& op, bool grad) {
 Result ruleElementwise(const OpView& op) { return checkElementwise(op, false); }
 Result ruleElementwiseGrad(const OpView& op) { return checkElementwise(op, true); }
 
-// matmul: inner dims agree, batch dims broadcast as replay's kernel does (matmul_plan.h).
-Result ruleMatmul(const OpView& op) {
+// matmul: inner dims agree, batch dims broadcast as replay's kernel does (matmul_plan.h). The
+// transpose flags are attributes `tx_attr` and `ty_attr` (matmul_v2's trans_x, Paddle 1.x's transpose_X).
+Result checkMatmul(const OpView& op, std::string_view tx_attr, std::string_view ty_attr) {
   const Var *x = op.in("X"), *w = op.in("Y"), *y = op.out("Out");
   std::string t(op.type);
   if (!x || !w || !y) return OpRuleError{"", t + " needs inputs X, Y and output Out"};
   if (!known(x) || !known(w) || !known(y)) return std::nullopt;
   if (x->shape.size() < 2 || w->shape.size() < 2)
     return OpRuleError{"", t + " operands must be at least 2-D: " + typeText(*x) + " x " + typeText(*w)};
-  bool tx = op.attrs.getBool("trans_x").value_or(false), ty = op.attrs.getBool("trans_y").value_or(false);
+  bool tx = op.attrs.getBool(tx_attr).value_or(false), ty = op.attrs.getBool(ty_attr).value_or(false);
   size_t rx = x->shape.size(), rw = w->shape.size();
   int64_t m = tx ? x->shape[rx - 1] : x->shape[rx - 2], kx = tx ? x->shape[rx - 2] : x->shape[rx - 1];
   int64_t kw = ty ? w->shape[rw - 1] : w->shape[rw - 2], n = ty ? w->shape[rw - 2] : w->shape[rw - 1];
@@ -61,6 +62,9 @@ Result ruleMatmul(const OpView& op) {
     return OpRuleError{"", t + " output " + typeText(*y) + " should have shape of " + typeText(*x) + " x " + typeText(*w)};
   return std::nullopt;
 }
+
+Result ruleMatmul(const OpView& op) { return checkMatmul(op, "trans_x", "trans_y"); }
+Result ruleMatmulV1(const OpView& op) { return checkMatmul(op, "transpose_X", "transpose_Y"); }
 
 // matmul_grad: operands stored alike; each input's gradient has its input's shape and storage.
 Result ruleMatmulGrad(const OpView& op) {
@@ -133,7 +137,7 @@ Result ruleScale(const OpView& op) {
 
 double matmulFlops(const OpView& op, const Var* x, const Var* out) {
   if (!x || !out || x->shape.empty()) return 0;
-  bool trans_x = op.attrs.getBool("trans_x").value_or(false);
+  bool trans_x = op.attrs.getBool(op.def() && op.def()->attr("transpose_X") ? "transpose_X" : "trans_x").value_or(false);
   size_t r = x->shape.size();
   int64_t k = r == 1 ? x->shape[0] : x->shape[trans_x ? r - 2 : r - 1];
   return 2.0 * numel(out) * double(std::max<int64_t>(k, 0));
@@ -186,12 +190,14 @@ void addMathOps(std::vector<OpDef>& d) {
   d.push_back({.name = "matmul_grad", .spellings = {legacyName("matmul_v2_grad"), pirName("pd_op.matmul_grad")},
                .inputs = binaryGradIn(true), .outputs = binaryGradOut(), .attrs = trans, .traits = trait::Grad | trait::Blas,
                .rule = ruleMatmulGrad, .cost = {.flops = flopsMatmulGrad}});
-  // Paddle 1.x's matmul (attrs transpose_X / transpose_Y / alpha): costed as a GEMM, not replayed.
-  d.push_back({.name = "matmul_v1", .spellings = {legacyName("matmul")}, .inputs = {{"X", {}, -1}, {"Y", {}, -1}},
-               .outputs = {{"Out", {}, -1}}, .traits = kPure | trait::Blas, .cost = {.flops = flopsMatmul},
-               .grad = "matmul_v1_grad"});
+  // Paddle 1.x's matmul: Out = alpha * op(X) op(Y), batched like matmul_v2.
+  std::vector<AttrDef> v1_attrs = {{"transpose_X", AttrKind::Bool}, {"transpose_Y", AttrKind::Bool}, {"alpha", AttrKind::Float}};
+  d.push_back({.name = "matmul_v1", .spellings = {legacyName("matmul")}, .inputs = {{"X", {}, -1, true}, {"Y", {}, -1, true}},
+               .outputs = {{"Out", {}, -1, true}}, .attrs = v1_attrs, .traits = kPure | trait::Blas, .rule = ruleMatmulV1,
+               .cost = {.flops = flopsMatmul}, .grad = "matmul_v1_grad"});
   d.push_back({.name = "matmul_v1_grad", .spellings = {legacyName("matmul_grad")}, .inputs = binaryGradIn(true),
-               .outputs = binaryGradOut(), .traits = trait::Grad | trait::Blas, .cost = {.flops = flopsMatmulGrad}});
+               .outputs = binaryGradOut(), .attrs = v1_attrs, .traits = trait::Grad | trait::Blas, .rule = ruleMatmulGrad,
+               .cost = {.flops = flopsMatmulGrad}});
   addBinary(d, "add", "elementwise_add", "pd_op.add", "add_grad", "elementwise_add_grad", "pd_op.add_grad", false, flopsElementwiseGrad<1>);
   addBinary(d, "subtract", "elementwise_sub", "pd_op.subtract", "subtract_grad", "elementwise_sub_grad", "pd_op.subtract_grad", false,
             flopsElementwiseGrad<1>);
@@ -199,6 +205,8 @@ void addMathOps(std::vector<OpDef>& d) {
             flopsElementwiseGrad<2>);
   addBinary(d, "divide", "elementwise_div", "pd_op.divide", "divide_grad", "elementwise_div_grad", "pd_op.divide_grad", true,
             flopsElementwiseGrad<2>);
+  // divide_grad reads Out and only X's shape: dX = dOut / Y, dY = -dOut * Out / Y.
+  d.back().inputs = {{"X", {}, 0, true, false}, {"Y", {}, 1, true}, {"Out", {}, 2, true}, {"Out@GRAD", {}, 3, true}};
 
   d.push_back({.name = "gelu", .spellings = {legacyName("gelu"), pirName("pd_op.gelu")}, .inputs = xIn(), .outputs = out0(),
                .attrs = {{"approximate", AttrKind::Bool}}, .traits = kPointwise, .rule = ruleUnary, .cost = {8, "Out"},

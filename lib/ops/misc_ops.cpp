@@ -80,6 +80,23 @@ Result ruleSgd(const OpView& op) {
   return std::nullopt;
 }
 
+// coalesce_tensor: one Output per Input, shaped like it; FusedOutput stored like them.
+Result ruleCoalesce(const OpView& op) {
+  size_t n_out = op.outputCount("Output"), n_in = op.inputCount("Input");
+  if (n_out != n_in) return fail(op, "/outputs/Output", "has " + std::to_string(n_out) + " Output but " + std::to_string(n_in) + " Input");
+  for (size_t i = 0; i < n_out; ++i) {
+    const Var *in = op.input("Input")->args[i].var, *out = op.output("Output")->args[i].var;
+    std::string where = "/outputs/Output/" + std::to_string(i);
+    if (auto e = requireSameStorage(op, "/outputs", "Output", out, "Input", in)) {
+      e->where = where;
+      return e;
+    }
+    if (known(in) && known(out) && in->shape != out->shape)
+      return fail(op, where, "Output " + dimsText(out->shape) + " should be " + dimsText(in->shape) + " (its Input's shape)");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void addMiscOps(std::vector<OpDef>& d) {
@@ -98,6 +115,20 @@ void addMiscOps(std::vector<OpDef>& d) {
                .traits = kMove | trait::View, .rule = ruleNop});
   d.push_back({.name = "nop", .spellings = {legacyName("nop")}, .inputs = {{"X"}}, .outputs = {{"Out"}},
                .traits = kMove | trait::View, .rule = ruleNop});
+  // Stream synchronisation (Paddle waits for the compute or the communication stream): Out is X.
+  // Replay orders ops by their data (runtime/stream_plan.h), so it is a copy there.
+  d.push_back({.name = "c_sync_calc_stream", .spellings = {legacyName("c_sync_calc_stream")}, .inputs = {{"X"}}, .outputs = {{"Out"}},
+               .traits = kMove | trait::View, .rule = ruleNop});
+  d.push_back({.name = "c_sync_comm_stream", .spellings = {legacyName("c_sync_comm_stream")}, .inputs = {{"X"}}, .outputs = {{"Out"}},
+               .attrs = {{"ring_id", AttrKind::Int}}, .traits = kMove | trait::View, .rule = ruleNop});
+  // Output[i] are views of consecutive slices of FusedOutput in Paddle (one buffer for the
+  // gradients a fused all-reduce sums); copy_data fills them from Input, set_constant with
+  // `constant`. Replay keeps the views in step by copying (runtime/fused_views.h).
+  d.push_back({.name = "coalesce_tensor", .spellings = {legacyName("coalesce_tensor"), pirName("pd_op.coalesce_tensor")},
+               .inputs = {{"Input", {}, 0, true}}, .outputs = {{.name = "Output", .pir = 0, .required = true, .view_of = "FusedOutput"}, {"FusedOutput", {}, 1, true}},
+               .attrs = {{"copy_data", AttrKind::Bool}, {"set_constant", AttrKind::Bool}, {"constant", AttrKind::Float},
+                         {"dtype", AttrKind::Int}, {"use_align", AttrKind::Bool}, {"align_size", AttrKind::Int}},
+               .traits = trait::MovesOnly, .rule = ruleCoalesce, .cost = {1, "Input", true}});
   d.push_back({.name = "sgd", .spellings = {legacyName("sgd"), pirName("pd_op.sgd_", true)},
                .inputs = {{"Param", {}, 0, true}, {"LearningRate", {}, 1, true}, {"Grad", {}, 2, true}, {"MasterParam", {}, 3}},
                .outputs = {{"ParamOut", {}, 0, true}, {"MasterParamOut", {}, 1}}, .traits = trait::InPlace,
@@ -108,6 +139,16 @@ void addMiscOps(std::vector<OpDef>& d) {
   d.push_back({.name = "parameter", .spellings = {pirName("builtin.parameter")}, .outputs = {{"Out", {}, 0, true}}, .traits = kEntry});
   d.push_back({.name = "feed", .spellings = {legacyName("feed"), pirName("pd_op.feed")}, .inputs = {{"X"}},
                .outputs = {{"Out", {}, 0, true}}, .traits = kEntry});
+  // A py_reader pipeline: the reader objects carry no tensor; `read` hands out the next batch,
+  // which replay feeds as it feeds any program input.
+  d.push_back({.name = "create_py_reader", .spellings = {legacyName("create_py_reader")},
+               .inputs = {{"blocking_queue", {}, -1, true, false}}, .outputs = {{"Out", {}, -1, true}},
+               .traits = trait::SideEffects | trait::MovesOnly});
+  d.push_back({.name = "create_double_buffer_reader", .spellings = {legacyName("create_double_buffer_reader")},
+               .inputs = {{"UnderlyingReader", {}, -1, true, false}}, .outputs = {{"Out", {}, -1, true}},
+               .traits = trait::SideEffects | trait::MovesOnly});
+  d.push_back({.name = "read", .spellings = {legacyName("read")}, .inputs = {{"Reader", {}, -1, true, false}},
+               .outputs = {{"Out", {}, -1, true}}, .traits = kEntry});
   d.push_back({.name = "fetch", .spellings = {legacyName("fetch"), pirName("pd_op.fetch")}, .inputs = {{"X", {}, 0, true}},
                .outputs = {{"Out", {}, 0}}, .traits = trait::Sink | trait::SideEffects | trait::MovesOnly});
 }

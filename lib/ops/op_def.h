@@ -62,6 +62,18 @@ struct OperandDef {
   // false: only shape and dtype are read (Paddle's no-need-buffer); for a result, it carries a
   // shape and no data (reshape2's XShape)
   bool reads_buffer = true;
+  // The values the op expects in an integer input that indexes another operand (lookup ids,
+  // class labels): [0, dim `index_dim` of operand `index_of`), index_dim -1 the last. Replay
+  // generates such inputs within it (runtime/inputs.h).
+  std::string_view index_of = {};
+  int index_dim = 0;
+  // A floating input the op takes the square root of, or divides by one minus (Adam's second
+  // moment and decay powers): replay generates it in [0, 1).
+  bool non_negative = false;
+  // A result whose vars are views into the buffer of result `view_of`, laid one after the other
+  // (coalesce_tensor's Output in FusedOutput): a write of either is a write of both
+  // (ops/buffer_views.h).
+  std::string_view view_of = {};
 };
 
 // One attribute. In PIR a Scalar or IntArray argument is an operand (`pir_operand`), read from the

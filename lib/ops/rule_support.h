@@ -46,6 +46,7 @@ void addNormOps(std::vector<OpDef>& defs);
 void addShapeOps(std::vector<OpDef>& defs);
 void addReduceOps(std::vector<OpDef>& defs);
 void addMiscOps(std::vector<OpDef>& defs);
+void addTrainOps(std::vector<OpDef>& defs);
 void addCollectiveOps(std::vector<OpDef>& defs);
 void addVisionOps(std::vector<OpDef>& defs);
 

@@ -41,6 +41,20 @@ std::optional<AlignedBroadcast> alignBroadcast(const ShapeDims& x, const ShapeDi
   return a;
 }
 
+std::optional<ShapeDims> resolveUnsqueeze(const ShapeDims& x, const ShapeDims& axes, std::string* why) {
+  ShapeDims out = x;
+  for (int64_t axis : axes) {
+    int64_t rank = int64_t(out.size());
+    int64_t at = axis < 0 ? axis + rank + 1 : axis;
+    if (at < 0 || at > rank) {
+      if (why) *why = "axis " + std::to_string(axis) + " is out of range for inserting into rank " + std::to_string(rank);
+      return std::nullopt;
+    }
+    out.insert(out.begin() + at, 1);
+  }
+  return out;
+}
+
 std::optional<ShapeDims> resolveReshape(const ShapeDims& x, ShapeDims target, std::string* why) {
   auto fail = [&](const std::string& w) -> std::optional<ShapeDims> {
     if (why) *why = w;

@@ -25,6 +25,10 @@ std::optional<AlignedBroadcast> alignBroadcast(const ShapeDims& x, const ShapeDi
 // when the target is malformed or does not hold X's elements.
 std::optional<ShapeDims> resolveReshape(const ShapeDims& x, ShapeDims target, std::string* why);
 
+// unsqueeze2's result: a 1 inserted at each of `axes` in turn, a negative axis counting from the
+// end of the shape built so far. nullopt with `why` set when an axis is out of range.
+std::optional<ShapeDims> resolveUnsqueeze(const ShapeDims& x, const ShapeDims& axes, std::string* why);
+
 // transpose2's `axis`, with negative entries normalised; nullopt when it is no permutation of rank.
 std::optional<ShapeDims> resolvePermutation(ShapeDims perm, size_t rank);
 

@@ -19,6 +19,19 @@ Result ruleReshape(const OpView& op) {
   return checkXShape(op, x);
 }
 
+Result ruleUnsqueeze(const OpView& op) {
+  const Var* x = op.in("X");
+  if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
+  if (!known(x) || hasArg(op.input("AxesTensor")) || op.inputCount("AxesTensorList") > 0) return std::nullopt;
+  auto axes = intsAttr(op, "axes", {});
+  if (!axes) return std::nullopt;
+  std::string why;
+  auto target = resolveUnsqueeze(x->shape, *axes, &why);
+  if (!target) return fail(op, "/attrs/axes", why);
+  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), *target, "X with a 1 at each of axes")) return e;
+  return checkXShape(op, x);
+}
+
 Result ruleTranspose(const OpView& op) {
   const Var* x = op.in("X");
   if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
@@ -173,6 +186,10 @@ void addShapeOps(std::vector<OpDef>& d) {
   d.push_back({.name = "reshape_grad", .spellings = {legacyName("reshape2_grad"), pirName("pd_op.reshape_grad")},
                .inputs = {{"XShape", {}, 0, true, false}, {"Out@GRAD", {}, 1, true}}, .outputs = {{"X@GRAD", {}, 0, true}},
                .traits = trait::MovesOnly | trait::Grad | trait::View | trait::ReplayCopies, .rule = ruleReshapeGrad});
+  d.push_back({.name = "unsqueeze", .spellings = {legacyName("unsqueeze2"), pirName("pd_op.unsqueeze"), pirName("pd_op.unsqueeze_", true)},
+               .inputs = {{"X", {}, 0, true}, {"AxesTensor"}, {"AxesTensorList"}}, .outputs = {{"Out", {}, 0, true}, xshape_out},
+               .attrs = {{"axes", AttrKind::Ints, "axis", 1}}, .traits = kMove | trait::View | trait::ReplayCopies,
+               .rule = ruleUnsqueeze});
   d.push_back({.name = "transpose", .spellings = {legacyName("transpose2"), pirName("pd_op.transpose")},
                .inputs = {{"X", {}, 0, true}}, .outputs = {{"Out", {}, 0, true}, {"XShape", {}, -1, false, false}},
                .attrs = {{"axis", AttrKind::Ints, "perm"}}, .traits = kMove, .rule = ruleTranspose, .grad = "transpose_grad"});

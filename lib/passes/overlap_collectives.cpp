@@ -94,6 +94,7 @@ class OverlapCollectives final : public Pass {
         for (Op* op : r) costs.back().push_back(opCostSeconds(*op, *model));
       }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
+      const BufferAliases aliases(entry);
       std::vector<CollectiveOutcome> mine;
       absl::flat_hash_map<const Op*, CollectiveOutcome> first;  // under the first (widest) window
       for (;;) {
@@ -101,7 +102,7 @@ class OverlapCollectives final : public Pass {
         auto& pl = placed[p->position];
         pl.clear();
         for (size_t i = 0; i < regions.size(); ++i) {
-          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window});
+          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases});
           applyOrder(regions[i], s.order);
           pl.push_back({regions[i], s.order});
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());

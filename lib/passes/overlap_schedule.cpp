@@ -26,7 +26,7 @@ struct Graph {
   std::vector<uint8_t> feeds_coll;  // a collective reads what the op writes: run it first
 };
 
-Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost) {
+Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases) {
   Graph g;
   g.n = region.size();
   g.ring.assign(g.n, -1);
@@ -39,15 +39,16 @@ Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost
   absl::flat_hash_map<int64_t, uint32_t> last_of_ring;
   for (uint32_t i = 0; i < g.n; ++i) {
     const Op& op = *region[i];
+    auto storage = [&](const Var* v) { return aliases ? aliases->storage(v) : v; };
     for (const Slot& s : op.inputs)
       for (const Arg& a : s.args) {
-        Access& acc = vars[a.var];
+        Access& acc = vars[storage(a.var)];
         if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
         acc.readers.push_back(i);
       }
     for (const Slot& s : op.outputs)
       for (const Arg& a : s.args) {
-        Access& acc = vars[a.var];
+        Access& acc = vars[storage(a.var)];
         if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
         for (uint32_t r : acc.readers)
           if (r != i) edges.emplace_back(r, i);
@@ -132,7 +133,7 @@ const char* limitCode(Limit l) {
 }
 
 RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& cost, const ScheduleOptions& opts) {
-  Graph g = buildGraph(region, cost);
+  Graph g = buildGraph(region, cost, opts.aliases);
   const size_t n = g.n;
   RegionSchedule out;
   std::vector<uint32_t> original(n);

@@ -1,6 +1,7 @@
 // Regions, order application and comm-stream assignment of overlap-collectives
 // (see overlap_support.h).
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "ir/op_role.h"
@@ -50,8 +51,29 @@ void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order) {
   for (Op* op : order) b.moveOp(op, end);
 }
 
+namespace {
+// `ev`, added once to what `op` waits for; true when added.
+bool addWait(Op& op, Job& job, const std::string& ev) {
+  std::vector<std::string> waits = eventsToWait(op);
+  if (std::find(waits.begin(), waits.end(), ev) != waits.end()) return false;
+  waits.push_back(ev);
+  setEventsToWait(op, job, waits);
+  return true;
+}
+std::string recordedEvent(Op& op, Job& job) {
+  std::string ev = eventToRecord(op);
+  if (ev.empty()) {
+    ev = "overlap_ev_" + std::to_string(op.id);
+    setEventToRecord(op, job, ev);
+  }
+  return ev;
+}
+}  // namespace
+
 std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vector<Op*>>& regions) {
   size_t moved = 0, events = 0;
+  std::optional<BufferAliases> aliases;  // of the block being assigned (regions of every program)
+  const Block* aliases_of = nullptr;
   for (const auto& region : regions)
     for (Op* op : region) {
       auto c = commCollective(*op);
@@ -59,31 +81,32 @@ std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vec
       std::string stream = commStreamName(c->ring_id);
       if (op->executionStream() != stream) ++moved;
       setExecutionStream(*op, job, stream);
-      // In place: an output var that is also an input.
-      const Var* inplace = nullptr;
+      Block& blk = *op->block;
+      if (aliases_of != &blk) aliases.emplace(blk), aliases_of = &blk;
+      // What the collective overwrites that another stream may still read: an output var that is
+      // also an input (in place), and the views into an output's buffer (coalesce_tensor's
+      // gradients, which a fused all-reduce rewrites without naming them).
+      std::vector<const Var*> overwritten, views;
       for (const Slot& o : op->outputs)
-        for (const Arg& a : o.args)
+        for (const Arg& a : o.args) {
           for (const Slot& i : op->inputs)
             for (const Arg& b : i.args)
-              if (a.var == b.var) inplace = a.var;
-      if (!inplace) continue;
-      Block& blk = *op->block;
+              if (a.var == b.var) overwritten.push_back(a.var);
+          for (const Var* v : aliases->viewsOf(a.var)) overwritten.push_back(v), views.push_back(v);
+        }
       Op* last_reader = nullptr;
-      for (Op* r : inplace->readers)
-        if (r != op && r->block == &blk && blk.isBefore(r, op) && r->executionStream() != stream &&
-            (!last_reader || blk.isBefore(last_reader, r)))
-          last_reader = r;
-      if (!last_reader) continue;
-      std::string ev = eventToRecord(*last_reader);
-      if (ev.empty()) {
-        ev = "overlap_ev_" + std::to_string(last_reader->id);
-        setEventToRecord(*last_reader, job, ev);
-      }
-      std::vector<std::string> waits = eventsToWait(*op);
-      if (std::find(waits.begin(), waits.end(), ev) != waits.end()) continue;
-      waits.push_back(ev);
-      setEventsToWait(*op, job, waits);
-      ++events;
+      for (const Var* v : overwritten)
+        for (Op* r : v->readers)
+          if (r != op && r->block == &blk && blk.isBefore(r, op) && r->executionStream() != stream &&
+              (!last_reader || blk.isBefore(last_reader, r)))
+            last_reader = r;
+      if (last_reader) events += addWait(*op, job, recordedEvent(*last_reader, job));
+      // A later reader of a view reads what the collective wrote, and names only the view: it
+      // waits for the collective's event (a reader of the buffer itself waits by data flow).
+      for (const Var* v : views)
+        for (Op* r : v->readers)
+          if (r->block == &blk && blk.isBefore(op, r) && r->executionStream() != stream)
+            events += addWait(*r, job, recordedEvent(*op, job));
     }
   return {moved, events};
 }

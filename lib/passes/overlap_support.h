@@ -12,6 +12,7 @@
 
 #include "analysis/collectives.h"
 #include "ir/ir.h"
+#include "ops/buffer_views.h"
 #include "passes/refusal.h"
 
 namespace spopt {
@@ -54,6 +55,8 @@ struct ScheduleOptions {
   // run as soon as what it reads is final, however far below the optimizer section sits; moving it
   // up only shortens what it keeps alive).
   size_t window = 1u << 30;
+  // Views of one buffer (coalesce_tensor's): a write of a view orders like a write of the buffer.
+  const BufferAliases* aliases = nullptr;
 };
 
 // Why a collective's result was waited for (the compute stream idled on it).

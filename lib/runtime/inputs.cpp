@@ -2,10 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "ir/json_pointer.h"
+#include "ops/op_view.h"
 #include "support/checked_size.h"
 #include "verify/sharding.h"
 #include "support/error.h"
@@ -72,13 +74,57 @@ void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f
 
 }  // namespace
 
+namespace {
+
+// Views pass their values on: a read of a View op's result is a read of its input. Depth-bounded
+// (a chain of views is short; the bound only guards against a malformed cycle).
+void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
+  for (const Op* reader : var.readers) {
+    OpView view(*reader);
+    if (!view.known()) continue;
+    for (const Slot& slot : reader->inputs) {
+      const OperandDef* o = view.inputOfSlot(slot.name);
+      if (!o) continue;
+      bool reads_var = false;
+      for (const Arg& a : slot.args) reads_var |= a.var == &var;
+      if (!reads_var) continue;
+      d.non_negative |= o->non_negative;
+      if (o->index_of.empty()) continue;
+      const Var* table = view.in(o->index_of);
+      if (!table || table->shape.empty()) continue;
+      int64_t dim = o->index_dim < 0 ? int64_t(table->shape.size()) + o->index_dim : o->index_dim;
+      if (dim < 0 || dim >= int64_t(table->shape.size()) || table->shape[size_t(dim)] <= 0) continue;
+      int64_t bound = table->shape[size_t(dim)];
+      d.index_bound = indexed ? std::min(d.index_bound, bound) : bound;
+      indexed = true;
+    }
+    if (view.has(trait::View) && depth < 8)
+      for (const Slot& slot : reader->outputs)
+        if (const OperandDef* o = view.outputOfSlot(slot.name); o && o->reads_buffer)
+          for (const Arg& a : slot.args)
+            if (a.var && a.var != &var) collectDomain(*a.var, d, indexed, depth + 1);
+  }
+}
+
+}  // namespace
+
+ValueDomain valueDomain(const Var& var) {
+  ValueDomain d;
+  bool indexed = false;
+  collectDomain(var, d, indexed, 0);
+  return d;
+}
+
 Tensor fillInput(const Var& var, int64_t rank, uint64_t seed) {
   ShardLayout l = shardLayout(var, rank);
+  const ValueDomain domain = valueDomain(var);
   Tensor t(var.dtype, var.shape);
   double scale = 1.0;
   if (var.persistable && !l.global_shape.empty() && l.global_shape.back() > 0) scale = 1.0 / std::sqrt(double(l.global_shape.back()));
   const uint64_t h = splitmix64(seed ^ fnv1a64(var.name));
-  auto value = [&](int64_t g) { return double(splitmix64(h + uint64_t(g)) >> 11) * 0x1.0p-52 - 1.0; };
+  auto uniform = [&](int64_t g) { return double(splitmix64(h + uint64_t(g)) >> 11) * 0x1.0p-52 - 1.0; };
+  auto value = [&](int64_t g) { return domain.non_negative ? std::fabs(uniform(g)) : uniform(g); };
+  auto index = [&](int64_t g) { return int64_t(std::floor((uniform(g) + 1.0) * (double(domain.index_bound) / 2.0))); };
   switch (t.storage()) {
     case Storage::F32: {
       float* p = t.data<float>();
@@ -92,12 +138,12 @@ Tensor fillInput(const Var& var, int64_t rank, uint64_t seed) {
     }
     case Storage::I64: {
       int64_t* p = t.data<int64_t>();
-      forEachElement(var.shape, l, [&](int64_t i, int64_t g) { p[i] = int64_t(std::floor((value(g) + 1.0) * 4.0)); });
+      forEachElement(var.shape, l, [&](int64_t i, int64_t g) { p[i] = index(g); });
       break;
     }
     case Storage::U8: {
       uint8_t* p = t.data<uint8_t>();
-      forEachElement(var.shape, l, [&](int64_t i, int64_t g) { p[i] = value(g) >= 0.0 ? 1 : 0; });
+      forEachElement(var.shape, l, [&](int64_t i, int64_t g) { p[i] = uniform(g) >= 0.0 ? 1 : 0; });
       break;
     }
   }

@@ -10,8 +10,12 @@
 //    (row-major). Local dim i starts at coordinate[dims_mapping[i]] * local_dim_i in the global tensor.
 //  - Element with row-major global index g: u = elementUniform(seed, var name, g), uniform in
 //    [-1, 1); floating vars get u, times 1/sqrt(global last dim) when the var is persistable
-//    (a parameter) and its last dim is > 0. int32/int64 vars get floor((u + 1) * 4) in [0, 8);
-//    bool/uint8 vars get 1 when u >= 0, else 0.
+//    (a parameter) and its last dim is > 0, and |u| (times the same) when an op reads it where its
+//    catalogue definition says non_negative (Adam's second moment and decay powers).
+//    int32/int64 vars get floor((u + 1) * B / 2) in [0, B): B is 8, or, when an op reads the var
+//    as indices into another operand (the catalogue's index_of: lookup ids into W's rows, labels
+//    into the classes), the smallest such dim; reads through a View op (reshape2, unsqueeze2)
+//    count as reads of its result. bool/uint8 vars get 1 when u >= 0, else 0.
 //  - elementUniform: h = splitmix64(seed ^ fnv1a64(name)); x = splitmix64(h + g);
 //    u = (x >> 11) * 2^-52 - 1  (53 random bits, exact in double; cast to the var's float type).
 #include <cstdint>
@@ -35,6 +39,13 @@ struct ShardLayout {
 };
 // Throws InputError (var pointer) on a malformed dist_attr or a rank outside the var's mesh.
 ShardLayout shardLayout(const Var& var, int64_t rank);
+
+// What the ops reading `var` accept (THE RULE's B and |u|).
+struct ValueDomain {
+  int64_t index_bound = 8;
+  bool non_negative = false;
+};
+ValueDomain valueDomain(const Var& var);
 
 // The input value of `var` on `rank` by THE RULE above.
 Tensor fillInput(const Var& var, int64_t rank, uint64_t seed);

@@ -16,6 +16,7 @@
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/fused_views.h"
 #include "runtime/op_site.h"
 #include "runtime/stream_plan.h"
 #include "support/error.h"
@@ -177,6 +178,7 @@ class RankExecutor {
   const ExecOptions& o_;
   const StreamPlan plan_;
   Values values_;
+  FusedViews fused_{b_};
   std::vector<std::atomic<uint32_t>> remaining_;  // by Var::id: ops still to use it
   std::mutex mu_;
   std::condition_variable cv_;
@@ -333,6 +335,10 @@ class RankExecutor {
       events_[s].push_back(std::move(ev));
     }
     for (auto& [v, t] : outs) values_.set(*v, std::move(t));
+    if (!fused_.empty())
+      for (auto& [v, t] : outs)
+        fused_.afterWrite(op, *v, [&](const Var& x) -> Tensor& { return values_.at(x); },
+                          [&](const Var& x, Tensor value) { values_.set(x, std::move(value)); });
     // Release every var this op was the last user of, on any stream.
     releaseUsed(op);
     setRunning(s, false);

@@ -89,6 +89,10 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "transpose2_grad", "split", "concat", "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad",
       "mean", "mean_grad", "fill_constant", "assign", "sum", "sgd", "depend", "nop", "conv2d", "conv2d_grad", "pool2d",
       "pool2d_grad", "batch_norm", "batch_norm_grad", "mul", "mul_grad", "top_k_v2", "accuracy", "momentum",
+      // a training step's (kernels_train_language.cpp): Paddle 1.x's matmul, the loss, the optimizer, readers
+      "matmul", "matmul_grad", "elementwise_div", "elementwise_div_grad", "unsqueeze2", "c_sync_calc_stream",
+      "c_sync_comm_stream", "coalesce_tensor", "create_py_reader", "create_double_buffer_reader", "lookup_table_v2",
+      "lookup_table_v2_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "adam",
       // and, from the catalogue, ops only PIR spells, and fetch
       "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine"};
   auto supported = spopt::rt::supportedKernelOps();

@@ -2,6 +2,7 @@
 // lib/runtime/inputs.h), replicated inputs agree on every rank, parameters are scaled.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -110,4 +111,35 @@ TEST_CASE("sliceGlobal copies the rank's block and converts dtypes", "[runtime][
   CHECK(t.data<float>()[1] == 11.0f);
   CHECK(t.data<float>()[2] == 14.0f);
   CHECK(t.data<float>()[3] == 15.0f);
+}
+
+TEST_CASE("ids get the range of the table they index, labels that of the classes through a view", "[runtime][inputs]") {
+  std::string text = R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],"programs":[{"rank":0,
+    "blocks":[{"idx":0,"parent_idx":-1,"vars":[
+      {"name":"ids","shape":[64,32],"dtype":"int64"},{"name":"w","shape":[1000,4],"dtype":"float32","persistable":true},
+      {"name":"e","shape":[64,32,4],"dtype":"float32"},
+      {"name":"labels","shape":[64,32],"dtype":"int64"},{"name":"l3","shape":[64,32,1],"dtype":"int64"},
+      {"name":"logits","shape":[64,32,50],"dtype":"float32"},{"name":"sm","shape":[64,32,50],"dtype":"float32"},
+      {"name":"loss","shape":[64,32,1],"dtype":"float32"},{"name":"other","shape":[64],"dtype":"int64"}],
+    "ops":[
+      {"type":"lookup_table_v2","inputs":{"Ids":["ids"],"W":["w"]},"outputs":{"Out":["e"]},"attrs":{}},
+      {"type":"unsqueeze2","inputs":{"X":["labels"]},"outputs":{"Out":["l3"]},"attrs":{"axes":[2]}},
+      {"type":"softmax_with_cross_entropy","inputs":{"Logits":["logits"],"Label":["l3"]},
+       "outputs":{"Softmax":["sm"],"Loss":["loss"]},"attrs":{}}]}]}]})";
+  auto job = loadJobFromText(text, "t.json");
+  const Block& b = *job->programs[0]->blocks[0];
+  auto range = [&](std::string_view name) {
+    Tensor t = fillInput(*b.lookup(name), 0, 3);
+    const int64_t* p = t.data<int64_t>();
+    return std::pair{*std::min_element(p, p + t.numel()), *std::max_element(p, p + t.numel())};
+  };
+  auto [ids_lo, ids_hi] = range("ids");
+  CHECK(ids_lo >= 0);
+  CHECK(ids_hi < 1000);
+  CHECK(ids_hi > 900);  // spread over the table, not [0, 8)
+  auto [labels_lo, labels_hi] = range("labels");
+  CHECK(labels_lo >= 0);
+  CHECK(labels_hi == 49);
+  CHECK(range("other").second == 7);  // no op says: [0, 8) as before
+  CHECK(valueDomain(*b.lookup("ids")).index_bound == 1000);
 }

@@ -6,6 +6,7 @@
 
 #include "io/pir/pir_json.h"
 #include "io/pir/pir_names.h"
+#include "ops/op_def.h"
 #include "support/error.h"
 
 namespace spopt::pir {
@@ -143,7 +144,7 @@ class Writer {
     const ojson& inputs = o.value("inputs", ojson::object());
     const ojson& outputs = o.value("outputs", ojson::object());
     // Paddle writes a parameter in its own compact form ("p"), also one a translation made.
-    if (id == "p" || type == "builtin.parameter") return parameterOp(outputs, attrs, types, pir, has, where);
+    if (id == "p" || resolveOp(type).def == &opDef("parameter")) return parameterOp(outputs, attrs, types, pir, has, where);
 
     out["#"] = id.empty() ? compressedName(type) : id;
     if (has("I")) {

@@ -1,4 +1,4 @@
-// elementwise_add / elementwise_mul and their gradients, with Paddle's axis broadcasting.
+// elementwise_add / elementwise_mul / elementwise_div and their gradients, with Paddle's axis broadcasting.
 // A gradient of a broadcast operand sums Out@GRAD over the broadcast dims; that sum accumulates in
 // double, so a float32 bias gradient over many rows does not drift with the row count.
 #include <algorithm>
@@ -10,11 +10,12 @@
 namespace spopt::rt {
 namespace {
 
-enum class Kind { Add, Mul };
+enum class Kind { Add, Mul, Div };
 
 template <Kind K, typename T> inline T apply(T a, T b) {
   if constexpr (K == Kind::Add) return a + b;
-  else return a * b;
+  else if constexpr (K == Kind::Mul) return a * b;
+  else return a / b;
 }
 
 template <Kind K> void forward(KernelContext& c) {
@@ -120,11 +121,55 @@ template <Kind K> void backward(KernelContext& c) {
   });
 }
 
+// divide_grad: dX = dOut / Y, dY = -dOut * Out / Y (Paddle's form: Out, not X / Y, is read),
+// each summed over its operand's broadcast dims in double.
+void divideGrad(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");  // its shape only
+  const Tensor& y = requireInput(c, "Y");
+  const Tensor& out = requireInput(c, "Out");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor* dx = optionalOutput(c, "X@GRAD");
+  Tensor* dy = optionalOutput(c, "Y@GRAD");
+  requireSameStorage(c, "Y", y, "X", x);
+  requireSameStorage(c, "Out", out, "Y", y);
+  requireSameStorage(c, "Out@GRAD", g, "Y", y);
+  BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
+  requireShape(c, "Out", out, p.out_shape, "X and Y broadcast");
+  requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
+  if (dx) {
+    requireSameStorage(c, "X@GRAD", *dx, "X", x);
+    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
+  }
+  if (dy) {
+    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
+    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
+  }
+  dispatchFloat(c, "Y", y, [&](auto tag) {
+    using T = decltype(tag);
+    const T* gp = g.data<T>();
+    const T* yp = y.data<T>();
+    const T* op = out.data<T>();
+    // term(oo, oy) is one element's contribution; `self_is_x` picks the gradient's offsets.
+    auto accumulate = [&](T* d, int64_t d_numel, bool self_is_x, auto term) {
+      std::vector<double> acc(size_t(d_numel), 0.0);
+      p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
+        int64_t os = self_is_x ? ox : oy, ss = self_is_x ? sx : sy;
+        for (int64_t i = 0; i < n; ++i) acc[size_t(os + i * ss)] += double(term(oo + i, oy + i * sy));
+      });
+      for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
+    };
+    if (dx) accumulate(dx->data<T>(), dx->numel(), true, [&](int64_t o, int64_t iy) { return gp[o] / yp[iy]; });
+    if (dy) accumulate(dy->data<T>(), dy->numel(), false, [&](int64_t o, int64_t iy) { return -gp[o] * op[o] / yp[iy]; });
+  });
+}
+
 }  // namespace
 
 void registerElementwiseKernels(KernelTable& t) {
   t.add("add", forward<Kind::Add>);
   t.add("multiply", forward<Kind::Mul>);
+  t.add("divide", forward<Kind::Div>);
+  t.add("divide_grad", divideGrad);
   t.add("add_grad", backward<Kind::Add>);
   t.add("multiply_grad", backward<Kind::Mul>);
 }

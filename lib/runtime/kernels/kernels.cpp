@@ -19,7 +19,8 @@ static const KernelTable& table() {
     registerPirValueKernels(k);
     registerConvKernels(k);
     registerBatchNormKernels(k);
-    registerTrainKernels(k);
+    registerVisionTrainKernels(k);
+    registerLanguageTrainKernels(k);
     return k;
   }();
   return t;

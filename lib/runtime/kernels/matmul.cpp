@@ -1,4 +1,4 @@
-// matmul_v2 and matmul_v2_grad through OpenBLAS, planned by matmul_plan.h (shared with the
+// matmul_v2, Paddle 1.x's matmul (a scaled matmul_v2) and their gradients through OpenBLAS, planned by matmul_plan.h (shared with the
 // nccl backend's cuBLAS path).
 #include <algorithm>
 #include <cstring>
@@ -29,24 +29,46 @@ void requireOutShape(const KernelContext& c, std::string_view name, const Tensor
   requireShape(c, name, t, expected, "matmul of X and Y");
 }
 
-void matmulV2(KernelContext& c) {
+// The two spellings of the transpose flags, and matmul_v1's scale of the product.
+struct MatmulAttrs {
+  std::string_view tx, ty;
+  bool scaled;
+};
+constexpr MatmulAttrs kV2{"trans_x", "trans_y", false};
+constexpr MatmulAttrs kV1{"transpose_X", "transpose_Y", true};
+
+// t *= alpha (alpha applied after the GEMM: a power of two, as attention's 1/sqrt(d) often is, is
+// exact either way).
+void scaleBy(const KernelContext& c, Tensor& t, const MatmulAttrs& a) {
+  double alpha = a.scaled ? floatAttr(c, "alpha", 1.0) : 1.0;
+  if (alpha == 1.0) return;
+  dispatchFloat(c, "Out", t, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] *= T(alpha);
+  });
+}
+
+template <const MatmulAttrs& A> void matmul(KernelContext& c) {
   const Tensor& x = requireInput(c, "X");
   const Tensor& y = requireInput(c, "Y");
   Tensor& out = requireOutput(c, "Out");
   requireSameStorage(c, "Y", y, "X", x);
   requireSameStorage(c, "Out", out, "X", x);
-  MatmulShapes s = matmulShapes(c, x.shape(), y.shape());
+  MatmulShapes s = matmulShapes(c, x.shape(), y.shape(), A.tx, A.ty);
   requireOutShape(c, "Out", out, s.out);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     broadcastGemm(x.data<T>(), s.x, s.tx, y.data<T>(), s.y, s.ty, out.data<T>(), s.out_logical);
   });
+  scaleBy(c, out, A);
 }
 
 // Out = op(X) op(Y). With G = Out@GRAD:
 //   dX = G op(Y)^T   stored transposed when trans_x: dX = op(Y) G^T
 //   dY = op(X)^T G   stored transposed when trans_y: dY = G^T op(X)
-void matmulV2Grad(KernelContext& c) {
+// (times alpha for matmul_v1)
+template <const MatmulAttrs& A> void matmulGrad(KernelContext& c) {
   const Tensor& x = requireInput(c, "X");
   const Tensor& y = requireInput(c, "Y");
   const Tensor& g = requireInput(c, "Out@GRAD");
@@ -54,7 +76,7 @@ void matmulV2Grad(KernelContext& c) {
   Tensor* dy = optionalOutput(c, "Y@GRAD");
   requireSameStorage(c, "Y", y, "X", x);
   requireSameStorage(c, "Out@GRAD", g, "X", x);
-  MatmulShapes s = matmulShapes(c, x.shape(), y.shape());
+  MatmulShapes s = matmulShapes(c, x.shape(), y.shape(), A.tx, A.ty);
   requireOutShape(c, "Out@GRAD", g, s.out);
   if (dx) {
     requireSameStorage(c, "X@GRAD", *dx, "X", x);
@@ -80,13 +102,17 @@ void matmulV2Grad(KernelContext& c) {
         broadcastGemm(gp, s.out_logical, true, x.data<T>(), s.x, s.tx, dy->data<T>(), s.y);
     }
   });
+  if (dx) scaleBy(c, *dx, A);
+  if (dy) scaleBy(c, *dy, A);
 }
 
 }  // namespace
 
 void registerMatmulKernels(KernelTable& t) {
-  t.add("matmul", matmulV2);
-  t.add("matmul_grad", matmulV2Grad);
+  t.add("matmul", matmul<kV2>);
+  t.add("matmul_grad", matmulGrad<kV2>);
+  t.add("matmul_v1", matmul<kV1>);
+  t.add("matmul_v1_grad", matmulGrad<kV1>);
 }
 
 }  // namespace spopt::rt

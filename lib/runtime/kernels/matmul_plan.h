@@ -93,15 +93,17 @@ struct MatmulShapes {
   Dims out_logical; // batch + [M, N]
 };
 
-inline MatmulShapes matmulShapes(const KernelContext& c, const Dims& x_shape, const Dims& y_shape) {
+// The transpose flags are attributes `tx_attr` / `ty_attr` (Paddle 1.x's matmul: transpose_X / _Y).
+inline MatmulShapes matmulShapes(const KernelContext& c, const Dims& x_shape, const Dims& y_shape,
+                                 std::string_view tx_attr = "trans_x", std::string_view ty_attr = "trans_y") {
   MatmulShapes s;
   s.x = x_shape;
   s.y = y_shape;
   if (s.x.empty() || s.y.empty())
     kernelFail(c, "X " + shapeStr(s.x) + " and Y " + shapeStr(s.y) + " must have at least one dim");
   bool x1 = s.x.size() == 1, y1 = s.y.size() == 1;
-  s.tx = !x1 && boolAttr(c, "trans_x", false);
-  s.ty = !y1 && boolAttr(c, "trans_y", false);
+  s.tx = !x1 && boolAttr(c, tx_attr, false);
+  s.ty = !y1 && boolAttr(c, ty_attr, false);
   if (x1) s.x = {1, s.x[0]};
   if (y1) s.y = {s.y[0], 1};
   int64_t m = s.tx ? s.x.back() : s.x[s.x.size() - 2];

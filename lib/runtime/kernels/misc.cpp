@@ -1,7 +1,9 @@
-// fill_constant, assign, sgd and the scheduling ops depend and nop.
+// fill_constant, assign, sgd, coalesce_tensor, the scheduling ops depend, nop and the stream
+// synchronisations, and the py_reader objects.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "ops/shape_math.h"  // dtypeFromPaddleCode, shared with the verifier
@@ -130,6 +132,55 @@ void fetch(KernelContext& c) {
   if (out && out->numel() == x.numel() && out->storage() == x.storage()) copyTensor(c, x, "X", *out, "Out");
 }
 
+// A value of the constant's type in t's storage.
+void fillWith(Tensor& t, double value) {
+  int64_t n = t.numel();
+  switch (t.storage()) {
+    case Storage::F32: std::fill(t.data<float>(), t.data<float>() + n, float(value)); break;
+    case Storage::F64: std::fill(t.data<double>(), t.data<double>() + n, value); break;
+    case Storage::I64: std::fill(t.data<int64_t>(), t.data<int64_t>() + n, int64_t(value)); break;
+    case Storage::U8: std::fill(t.data<uint8_t>(), t.data<uint8_t>() + n, uint8_t(value != 0)); break;
+  }
+}
+
+// coalesce_tensor: Output[i] = Input[i] (copy_data), or `constant` (set_constant), else zeros
+// (Paddle leaves the fresh buffer as it is; replay needs a deterministic value). FusedOutput gets
+// the Outputs one after the other when it is declared with room for them; Paddle's programs
+// declare it [0] (its size is known at run time only), and then it holds nothing.
+void coalesceTensor(KernelContext& c) {
+  size_t n = c.io.outputCount("Output");
+  if (n != c.io.inputCount("Input"))
+    kernelFail(c, "has " + std::to_string(n) + " Output but " + std::to_string(c.io.inputCount("Input")) + " Input");
+  bool copy = boolAttr(c, "copy_data", false), constant = boolAttr(c, "set_constant", false);
+  double value = floatAttr(c, "constant", 0.0);
+  Tensor& fused = requireOutput(c, "FusedOutput");
+  int64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Tensor& out = requireOutput(c, "Output", i);
+    const Tensor* in = copy ? &requireInput(c, "Input", i) : nullptr;
+    if (in) {
+      requireSameShape(c, "Output", out, "Input", *in);
+      copyTensor(c, *in, "Input", out, "Output");
+    } else {
+      fillWith(out, constant ? value : 0.0);
+    }
+    if (out.storage() != fused.storage()) requireSameStorage(c, "Output", out, "FusedOutput", fused);
+    total += out.numel();
+  }
+  if (fused.numel() < total) return;
+  size_t esz = storageSize(fused.storage());
+  auto* dst = static_cast<std::byte*>(fused.raw());
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& out = *optionalOutput(c, "Output", i);
+    std::memcpy(dst, out.raw(), out.bytes());
+    dst += size_t(out.numel()) * esz;
+  }
+  std::memset(dst, 0, size_t(fused.numel() - total) * esz);
+}
+
+// create_py_reader / create_double_buffer_reader: the reader object has no data; `read` is fed.
+void readerObject(KernelContext&) {}
+
 }  // namespace
 
 void registerMiscKernels(KernelTable& t) {
@@ -139,6 +190,11 @@ void registerMiscKernels(KernelTable& t) {
   t.add("sgd", sgd);
   t.add("depend", depend);
   t.add("nop", nop);
+  t.add("c_sync_calc_stream", nop);
+  t.add("c_sync_comm_stream", nop);
+  t.add("coalesce_tensor", coalesceTensor);
+  t.add("create_py_reader", readerObject);
+  t.add("create_double_buffer_reader", readerObject);
 }
 
 }  // namespace spopt::rt

@@ -29,6 +29,7 @@ void registerMiscKernels(KernelTable& t);
 void registerPirValueKernels(KernelTable& t);
 void registerConvKernels(KernelTable& t);
 void registerBatchNormKernels(KernelTable& t);
-void registerTrainKernels(KernelTable& t);
+void registerVisionTrainKernels(KernelTable& t);    // mul, top_k, accuracy, momentum
+void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam
 
 }  // namespace spopt::rt

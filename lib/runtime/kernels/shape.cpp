@@ -53,6 +53,25 @@ void reshape2(KernelContext& c) {
   checkXShape(c, x);
 }
 
+// unsqueeze2: X with a 1 inserted at each of `axes` (or an AxesTensor's values).
+void unsqueeze2(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  Tensor& out = requireOutput(c, "Out");
+  Dims axes;
+  if (const Tensor* at = optionalInput(c, "AxesTensor")) {
+    for (int64_t i = 0; i < at->numel(); ++i) axes.push_back(int64_t(scalarAt(*at, i)));
+  } else {
+    if (c.io.inputCount("AxesTensorList") > 0) kernelFail(c, "AxesTensorList is not supported (give axes or AxesTensor)");
+    axes = intsAttr(c, "axes", {});
+  }
+  std::string why;
+  auto target = resolveUnsqueeze(x.shape(), axes, &why);
+  if (!target) kernelFail(c, why);
+  requireShape(c, "Out", out, *target, "X with a 1 at each of axes");
+  copyTensor(c, x, "X", out, "Out");
+  checkXShape(c, x);
+}
+
 void reshape2Grad(KernelContext& c) {
   const Tensor& xs = requireInput(c, "XShape");
   const Tensor& g = requireInput(c, "Out@GRAD");
@@ -191,6 +210,7 @@ void concat(KernelContext& c) {
 void registerShapeKernels(KernelTable& t) {
   t.add("reshape", reshape2);
   t.add("reshape_grad", reshape2Grad);
+  t.add("unsqueeze", unsqueeze2);
   t.add("transpose", transpose2);
   t.add("transpose_grad", transpose2Grad);
   t.add("split", split);

@@ -195,7 +195,7 @@ void momentum(KernelContext& c) {
 
 }  // namespace
 
-void registerTrainKernels(KernelTable& t) {
+void registerVisionTrainKernels(KernelTable& t) {
   t.add("mul", mul);
   t.add("mul_grad", mulGrad);
   t.add("topk", topK);

@@ -1,0 +1,309 @@
+// The kernels of a language-model training step beyond the compute ops: lookup_table_v2 and its
+// gradient, softmax_with_cross_entropy (hard labels) and its gradient, and the Adam update.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/registry.h"
+
+namespace spopt::rt {
+namespace {
+
+// Paddle's "no padding row".
+constexpr int64_t kNoPadding = -1;
+
+int64_t idAt(const Tensor& ids, int64_t i) { return ids.storage() == Storage::I64 ? ids.data<int64_t>()[i] : int64_t(ids.valueAt(i)); }
+
+void requireIds(const KernelContext& c, std::string_view name, const Tensor& ids) {
+  if (ids.storage() != Storage::I64) kernelFail(c, std::string(name) + " is " + std::string(dtypeName(ids.dtype())) + ", not an integer type");
+}
+
+struct Table {
+  int64_t rows, width;
+};
+
+Table tableOf(const KernelContext& c, const Tensor& w) {
+  if (w.shape().size() != 2) kernelFail(c, "W " + shapeStr(w.shape()) + " should be 2-D [rows, width]");
+  return {w.shape()[0], w.shape()[1]};
+}
+
+std::vector<int64_t> lookupShape(const Tensor& ids, const Table& t) {
+  std::vector<int64_t> s = ids.shape();
+  s.push_back(t.width);
+  return s;
+}
+
+// The id at position i, checked against the table: kNoPadding-aware callers skip padding rows.
+int64_t checkedId(const KernelContext& c, const Tensor& ids, int64_t i, const Table& t) {
+  int64_t id = idAt(ids, i);
+  if (id < 0 || id >= t.rows)
+    kernelFail(c, "Ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside W's " + std::to_string(t.rows) + " rows");
+  return id;
+}
+
+// lookup_table_v2: Out[i] = W[Ids[i]], zeros where Ids[i] == padding_idx.
+void embedding(KernelContext& c) {
+  const Tensor& ids = requireInput(c, "Ids");
+  const Tensor& w = requireInput(c, "W");
+  Tensor& out = requireOutput(c, "Out");
+  requireIds(c, "Ids", ids);
+  requireSameStorage(c, "Out", out, "W", w);
+  Table t = tableOf(c, w);
+  requireShape(c, "Out", out, lookupShape(ids, t), "Ids' dims + [W's width]");
+  int64_t padding = intAttr(c, "padding_idx", kNoPadding);
+  dispatchFloat(c, "W", w, [&](auto tag) {
+    using T = decltype(tag);
+    const T* wp = w.data<T>();
+    T* o = out.data<T>();
+    for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
+      T* row = o + i * t.width;
+      if (padding != kNoPadding && idAt(ids, i) == padding) {
+        std::fill(row, row + t.width, T(0));
+        continue;
+      }
+      const T* src = wp + checkedId(c, ids, i, t) * t.width;
+      std::copy(src, src + t.width, row);
+    }
+  });
+}
+
+// lookup_table_v2_grad: W@GRAD[r] = sum of Out@GRAD[i] over Ids[i] == r (none for padding_idx),
+// summed in double in position order: positions are grouped by id first, so the result does not
+// depend on how the ids interleave.
+void embeddingGrad(KernelContext& c) {
+  const Tensor& ids = requireInput(c, "Ids");
+  const Tensor& w = requireInput(c, "W");  // its shape only
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dw = requireOutput(c, "W@GRAD");
+  requireIds(c, "Ids", ids);
+  requireSameStorage(c, "W@GRAD", dw, "W", w);
+  requireSameStorage(c, "Out@GRAD", g, "W", w);
+  Table t = tableOf(c, w);
+  requireShape(c, "W@GRAD", dw, w.shape(), "W's shape");
+  requireShape(c, "Out@GRAD", g, lookupShape(ids, t), "Ids' dims + [W's width]");
+  int64_t padding = intAttr(c, "padding_idx", kNoPadding);
+  std::vector<int64_t> order;
+  order.reserve(size_t(ids.numel()));
+  for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
+    int64_t id = checkedId(c, ids, i, t);
+    if (padding == kNoPadding || id != padding) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return idAt(ids, a) < idAt(ids, b); });
+  dispatchFloat(c, "W", w, [&](auto tag) {
+    using T = decltype(tag);
+    const T* gp = g.data<T>();
+    T* d = dw.data<T>();
+    std::fill(d, d + dw.numel(), T(0));
+    std::vector<double> acc(size_t(t.width));
+    for (size_t k = 0; k < order.size();) {
+      int64_t id = idAt(ids, order[k]);
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (; k < order.size() && idAt(ids, order[k]) == id; ++k) {
+        const T* row = gp + order[k] * t.width;
+        for (int64_t j = 0; j < t.width; ++j) acc[size_t(j)] += double(row[j]);
+      }
+      T* out = d + id * t.width;
+      for (int64_t j = 0; j < t.width; ++j) out[j] = T(acc[size_t(j)]);
+    }
+  });
+}
+
+// Logits viewed as [outer, classes, inner] around the class axis.
+struct ClassView {
+  int64_t outer, classes, inner;
+  std::vector<int64_t> reduced;  // Logits' shape with the class axis 1 (Label's and Loss's)
+};
+
+ClassView classView(const KernelContext& c, const std::vector<int64_t>& shape) {
+  if (shape.empty()) kernelFail(c, "Logits must have at least one dim");
+  size_t axis = size_t(normaliseAxis(c, intAttr(c, "axis", -1), shape.size(), "axis"));
+  ClassView v{product(shape, 0, axis), shape[axis], product(shape, axis + 1), shape};
+  v.reduced[axis] = 1;
+  return v;
+}
+
+void requireHardLabels(const KernelContext& c) {
+  if (boolAttr(c, "soft_label", false)) kernelFail(c, "soft_label=true is not supported (hard labels only)");
+  if (!boolAttr(c, "use_softmax", true)) kernelFail(c, "use_softmax=false is not supported");
+}
+
+// The class of position (o, i), or -1 when it is ignore_index; fails outside [0, classes).
+int64_t labelAt(const KernelContext& c, const Tensor& label, int64_t at, const ClassView& v, int64_t ignore) {
+  int64_t l = idAt(label, at);
+  if (l == ignore) return -1;
+  if (l < 0 || l >= v.classes)
+    kernelFail(c, "Label[" + std::to_string(at) + "] = " + std::to_string(l) + " is outside the " + std::to_string(v.classes) + " classes");
+  return l;
+}
+
+// softmax_with_cross_entropy: Softmax = softmax(Logits) over the axis (shifted by the max, sums
+// in double), Loss = log(sum) - (x[label] - max), 0 where the label is ignore_index.
+void softmaxCrossEntropy(KernelContext& c) {
+  const Tensor& logits = requireInput(c, "Logits");
+  const Tensor& label = requireInput(c, "Label");
+  Tensor& softmax = requireOutput(c, "Softmax");
+  Tensor& loss = requireOutput(c, "Loss");
+  requireHardLabels(c);
+  requireIds(c, "Label", label);
+  requireSameStorage(c, "Softmax", softmax, "Logits", logits);
+  requireSameStorage(c, "Loss", loss, "Logits", logits);
+  ClassView v = classView(c, logits.shape());
+  requireShape(c, "Softmax", softmax, logits.shape(), "Logits' shape");
+  requireShape(c, "Loss", loss, v.reduced, "Logits' shape with the class axis 1");
+  if (label.numel() != v.outer * v.inner) requireShape(c, "Label", label, v.reduced, "Logits' shape with the class axis 1");
+  int64_t ignore = intAttr(c, "ignore_index", -100);
+  dispatchFloat(c, "Logits", logits, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = logits.data<T>();
+    T* sm = softmax.data<T>();
+    T* ls = loss.data<T>();
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t in = 0; in < v.inner; ++in) {
+        int64_t base = o * v.classes * v.inner + in;
+        auto at = [&](int64_t k) { return base + k * v.inner; };
+        double mx = double(x[at(0)]);
+        for (int64_t k = 1; k < v.classes; ++k) mx = std::max(mx, double(x[at(k)]));
+        double sum = laneSum(v.classes, [&](int64_t k) { return std::exp(double(x[at(k)]) - mx); });
+        double log_sum = std::log(sum);
+        for (int64_t k = 0; k < v.classes; ++k) sm[at(k)] = T(std::exp(double(x[at(k)]) - mx - log_sum));
+        int64_t pos = o * v.inner + in;
+        int64_t l = labelAt(c, label, pos, v, ignore);
+        ls[pos] = l < 0 ? T(0) : T(log_sum - (double(x[at(l)]) - mx));
+      }
+  });
+}
+
+// softmax_with_cross_entropy_grad: Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD, 0 at
+// positions whose label is ignore_index.
+void softmaxCrossEntropyGrad(KernelContext& c) {
+  const Tensor& label = requireInput(c, "Label");
+  const Tensor& softmax = requireInput(c, "Softmax");
+  const Tensor& dloss = requireInput(c, "Loss@GRAD");
+  Tensor& dx = requireOutput(c, "Logits@GRAD");
+  requireHardLabels(c);
+  requireIds(c, "Label", label);
+  requireSameStorage(c, "Loss@GRAD", dloss, "Softmax", softmax);
+  requireSameStorage(c, "Logits@GRAD", dx, "Softmax", softmax);
+  ClassView v = classView(c, softmax.shape());
+  requireShape(c, "Logits@GRAD", dx, softmax.shape(), "Softmax's shape");
+  if (dloss.numel() != v.outer * v.inner) requireShape(c, "Loss@GRAD", dloss, v.reduced, "Softmax's shape with the class axis 1");
+  if (label.numel() != v.outer * v.inner) requireShape(c, "Label", label, v.reduced, "Softmax's shape with the class axis 1");
+  int64_t ignore = intAttr(c, "ignore_index", -100);
+  dispatchFloat(c, "Softmax", softmax, [&](auto tag) {
+    using T = decltype(tag);
+    const T* sm = softmax.data<T>();
+    const T* gl = dloss.data<T>();
+    T* d = dx.data<T>();
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t in = 0; in < v.inner; ++in) {
+        int64_t base = o * v.classes * v.inner + in, pos = o * v.inner + in;
+        int64_t l = labelAt(c, label, pos, v, ignore);
+        T scale = l < 0 ? T(0) : gl[pos];
+        for (int64_t k = 0; k < v.classes; ++k) {
+          int64_t at = base + k * v.inner;
+          d[at] = (sm[at] - (k == l ? T(1) : T(0))) * scale;
+        }
+      }
+  });
+}
+
+// A hyper-parameter: its one-element tensor input when given, else the attribute.
+double hyper(const KernelContext& c, std::string_view tensor_slot, std::string_view attr, double def) {
+  if (const Tensor* t = optionalInput(c, tensor_slot)) {
+    if (t->numel() != 1) kernelFail(c, std::string(tensor_slot) + " " + shapeStr(t->shape()) + " should hold one element");
+    return scalarAt(*t);
+  }
+  return floatAttr(c, attr, def);
+}
+
+const Tensor& requireOne(const KernelContext& c, std::string_view slot) {
+  const Tensor& t = requireInput(c, slot);
+  if (t.numel() != 1) kernelFail(c, std::string(slot) + " " + shapeStr(t.shape()) + " should hold one element");
+  return t;
+}
+
+// adam, as Paddle's dense CPU kernel computes it (in the parameter's type):
+//   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
+//   m1' = beta1 m1 + (1 - beta1) g;  m2' = beta2 m2 + (1 - beta2) g g
+//   p' = p - lr_t * m1' / (sqrt(m2') + eps * sqrt(1 - beta2_pow))
+//   beta1_pow' = beta1 * beta1_pow, beta2_pow' likewise (kept when use_global_beta_pow)
+// A true SkipUpdate copies every state through unchanged.
+void adam(KernelContext& c) {
+  const Tensor& param = requireInput(c, "Param");
+  const Tensor& grad = requireInput(c, "Grad");
+  const Tensor& m1 = requireInput(c, "Moment1");
+  const Tensor& m2 = requireInput(c, "Moment2");
+  const Tensor& lr = requireOne(c, "LearningRate");
+  const Tensor& b1p = requireOne(c, "Beta1Pow");
+  const Tensor& b2p = requireOne(c, "Beta2Pow");
+  Tensor& p_out = requireOutput(c, "ParamOut");
+  Tensor& m1_out = requireOutput(c, "Moment1Out");
+  Tensor& m2_out = requireOutput(c, "Moment2Out");
+  Tensor* b1p_out = optionalOutput(c, "Beta1PowOut");
+  Tensor* b2p_out = optionalOutput(c, "Beta2PowOut");
+  requireFloat(c, "Param", param);
+  if (boolAttr(c, "multi_precision", false) && optionalInput(c, "MasterParam"))
+    kernelFail(c, "multi_precision with a MasterParam is not supported");
+  for (auto [name, t] : {std::pair{"Grad", &grad}, {"Moment1", &m1}, {"Moment2", &m2}}) {
+    requireSameStorage(c, name, *t, "Param", param);
+    requireSameShape(c, name, *t, "Param", param);
+  }
+  for (auto [name, t] : {std::pair{"ParamOut", &p_out}, {"Moment1Out", &m1_out}, {"Moment2Out", &m2_out}}) {
+    requireSameStorage(c, name, *t, "Param", param);
+    requireSameShape(c, name, *t, "Param", param);
+  }
+  const Tensor* skip = optionalInput(c, "SkipUpdate");
+  bool skip_update = skip && skip->numel() > 0 && scalarAt(*skip) != 0;
+  bool global_pow = boolAttr(c, "use_global_beta_pow", false);
+  double beta1 = hyper(c, "Beta1Tensor", "beta1", 0.9), beta2 = hyper(c, "Beta2Tensor", "beta2", 0.999);
+  double eps = hyper(c, "EpsilonTensor", "epsilon", 1e-8);
+  auto setPow = [&](Tensor* out, const Tensor& in, double beta) {
+    if (!out) return;
+    if (out->numel() != 1) kernelFail(c, "a beta pow output " + shapeStr(out->shape()) + " should hold one element");
+    dispatchFloat(c, "Beta1Pow", *out, [&](auto tag) {
+      using T = decltype(tag);
+      T v = T(scalarAt(in));
+      out->data<T>()[0] = skip_update || global_pow ? v : T(beta) * v;
+    });
+  };
+  dispatchFloat(c, "Param", param, [&](auto tag) {
+    using T = decltype(tag);
+    int64_t n = param.numel();
+    const T *p = param.data<T>(), *g = grad.data<T>(), *a = m1.data<T>(), *b = m2.data<T>();
+    T *po = p_out.data<T>(), *ao = m1_out.data<T>(), *bo = m2_out.data<T>();
+    if (skip_update) {
+      std::copy(p, p + n, po);
+      std::copy(a, a + n, ao);
+      std::copy(b, b + n, bo);
+      return;
+    }
+    const T b1 = T(beta1), b2 = T(beta2), e = T(eps);
+    const T pow1 = T(scalarAt(b1p)), pow2 = T(scalarAt(b2p));
+    T rate = T(scalarAt(lr));
+    rate *= std::sqrt(T(1) - pow2) / (T(1) - pow1);
+    const T eps_hat = e * std::sqrt(T(1) - pow2);
+    for (int64_t i = 0; i < n; ++i) {
+      T mom1 = b1 * a[i] + (T(1) - b1) * g[i];
+      T mom2 = b2 * b[i] + (T(1) - b2) * g[i] * g[i];
+      ao[i] = mom1;
+      bo[i] = mom2;
+      po[i] = p[i] - rate * (mom1 / (std::sqrt(mom2) + eps_hat));
+    }
+  });
+  setPow(b1p_out, b1p, beta1);
+  setPow(b2p_out, b2p, beta2);
+}
+
+}  // namespace
+
+void registerLanguageTrainKernels(KernelTable& t) {
+  t.add("embedding", embedding);
+  t.add("embedding_grad", embeddingGrad);
+  t.add("cross_entropy_with_softmax", softmaxCrossEntropy);
+  t.add("cross_entropy_with_softmax_grad", softmaxCrossEntropyGrad);
+  t.add("adam", adam);
+}
+
+}  // namespace spopt::rt
