@@ -124,19 +124,11 @@ class Writer {
     ojson pir = o.value(kOpKey, ojson::object());
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = pir.value("attr_types", ojson::object());
-    addOpDistAttr(o, attrs, types);
+    addDistAttrs(o, vars_, attrs, types);
     // Streams: a pass edits them in dist_attr, where sp-opt keeps them.
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
         if (o.at("dist_attr").contains(s)) attrs[s] = o.at("dist_attr").at(s);
-    auto varOf = [&](const std::string& n) -> const ojson* {
-      auto v = vars_.find(n);
-      return v == vars_.end() ? nullptr : v->second;
-    };
-    if (auto dist = resultDistAttrs(o, varOf)) {
-      attrs[kVarDistAttr] = *dist;
-      types[kVarDistAttr] = "array<str>";
-    }
     ojson keys = pir.value("keys", ojson::array({"A", "I", "O", "OA"}));
     auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
     json out = json::object();

@@ -92,7 +92,15 @@ void dropPirVarKeys(Job& job) {
       }
 }
 
-void addOpDistAttr(const ojson& op, ojson& attrs, ojson& types) {
+void addDistAttrs(const ojson& op, const std::unordered_map<std::string, const ojson*>& vars, ojson& attrs, ojson& types) {
+  auto varOf = [&](const std::string& n) -> const ojson* {
+    auto v = vars.find(n);
+    return v == vars.end() ? nullptr : v->second;
+  };
+  if (auto dist = resultDistAttrs(op, varOf)) {
+    attrs[kVarDistAttr] = *dist;
+    types[kVarDistAttr] = "array<str>";
+  }
   auto dist = op.find("dist_attr");
   if (dist == op.end() || !dist->is_object()) return;
   bool more = false, added = false;

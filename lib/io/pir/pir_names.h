@@ -30,9 +30,10 @@ inline constexpr const char* kVarDistAttr = "spopt_result_dist_attrs";
 // into the attributes, so that import takes them out again.
 inline constexpr const char* kOpDistAttr = "spopt_dist_attr";
 
-// Adds kOpDistAttr to `attrs` (and its type) when `op` has a dist_attr with more than streams.
-// Call before the writer copies the streams into `attrs`.
-void addOpDistAttr(const ojson& op, ojson& attrs, ojson& types);
+// Adds to an op's `attrs` (and their types) what sp-opt keeps in PIR attributes: kOpDistAttr when
+// `op` has a dist_attr with more than streams, kVarDistAttr when a result var has one. Call before
+// the writer copies the streams into `attrs`. `vars`: the block's vars by name.
+void addDistAttrs(const ojson& op, const std::unordered_map<std::string, const ojson*>& vars, ojson& attrs, ojson& types);
 
 // The kVarDistAttr value for `op`'s results, nullopt when none has a dist_attr. `var` finds a var
 // of the block by name (null when absent).

@@ -135,18 +135,10 @@ class TextWriter {
     }
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = o.value(kOpKey, ojson::object()).value("attr_types", ojson::object());
-    addOpDistAttr(o, attrs, types);
+    addDistAttrs(o, vars_, attrs, types);
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
         if (o.at("dist_attr").contains(s)) attrs[s] = o.at("dist_attr").at(s);
-    auto varOf = [&](const std::string& n) -> const ojson* {
-      auto v = vars_.find(n);
-      return v == vars_.end() ? nullptr : v->second;
-    };
-    if (auto dist = resultDistAttrs(o, varOf)) {
-      attrs[kVarDistAttr] = *dist;
-      types[kVarDistAttr] = "array<str>";
-    }
     std::string a;
     for (auto it = attrs.begin(); it != attrs.end(); ++it)
       a += (a.empty() ? "" : ",") + it.key() + ":" + attr(*it, types.contains(it.key()) ? types[it.key()] : inferType(*it));

@@ -10,6 +10,18 @@
 namespace spopt::rt {
 namespace {
 
+// The gradients of a binary op's operands, when asked for, are shaped and stored like them.
+void requireOperandGrads(const KernelContext& c, const Tensor& x, const Tensor& y, const Tensor* dx, const Tensor* dy) {
+  if (dx) {
+    requireSameStorage(c, "X@GRAD", *dx, "X", x);
+    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
+  }
+  if (dy) {
+    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
+    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
+  }
+}
+
 enum class Kind { Add, Mul, Div };
 
 template <Kind K, typename T> inline T apply(T a, T b) {
@@ -106,14 +118,7 @@ template <Kind K> void backward(KernelContext& c) {
   requireSameStorage(c, "Out@GRAD", g, "X", x);
   BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
   requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
-  if (dx) {
-    requireSameStorage(c, "X@GRAD", *dx, "X", x);
-    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
-  }
-  if (dy) {
-    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
-    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
-  }
+  requireOperandGrads(c, x, y, dx, dy);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     if (dx) operandGrad<K, T>(p, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel());
@@ -136,14 +141,7 @@ void divideGrad(KernelContext& c) {
   BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
   requireShape(c, "Out", out, p.out_shape, "X and Y broadcast");
   requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
-  if (dx) {
-    requireSameStorage(c, "X@GRAD", *dx, "X", x);
-    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
-  }
-  if (dy) {
-    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
-    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
-  }
+  requireOperandGrads(c, x, y, dx, dy);
   dispatchFloat(c, "Y", y, [&](auto tag) {
     using T = decltype(tag);
     const T* gp = g.data<T>();
