@@ -88,7 +88,8 @@ void operandGrad(const BroadcastPlan& p, bool self_is_x, const T* g, const T* ot
     int64_t ss = self_is_x ? sx : sy, st = self_is_x ? sy : sx;
     double* a = acc.data() + os;
     const T* gg = g + oo;
-    const T* b = other + ot;
+    // An add's gradient reads no operand: `other` may be null (no buffer), and no offset is taken.
+    const T* b = K == Kind::Add ? nullptr : other + ot;
     if (ss) {
       if (K == Kind::Add)
         for (int64_t i = 0; i < n; ++i) a[i] += double(gg[i]);
