@@ -10,18 +10,6 @@
 namespace spopt::rt {
 namespace {
 
-// The gradients of a binary op's operands, when asked for, are shaped and stored like them.
-void requireOperandGrads(const KernelContext& c, const Tensor& x, const Tensor& y, const Tensor* dx, const Tensor* dy) {
-  if (dx) {
-    requireSameStorage(c, "X@GRAD", *dx, "X", x);
-    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
-  }
-  if (dy) {
-    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
-    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
-  }
-}
-
 enum class Kind { Add, Mul, Div };
 
 template <Kind K, typename T> inline T apply(T a, T b) {

@@ -107,6 +107,17 @@ void requireSameShape(const KernelContext& c, std::string_view a_name, const Ten
                       " " + shapeStr(b.shape()));
 }
 
+void requireOperandGrads(const KernelContext& c, const Tensor& x, const Tensor& y, const Tensor* dx, const Tensor* dy) {
+  if (dx) {
+    requireSameStorage(c, "X@GRAD", *dx, "X", x);
+    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
+  }
+  if (dy) {
+    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
+    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
+  }
+}
+
 void requireSameStorage(const KernelContext& c, std::string_view a_name, const Tensor& a,
                         std::string_view b_name, const Tensor& b) {
   if (a.storage() != b.storage())

@@ -39,6 +39,8 @@ void requireShape(const KernelContext& c, std::string_view name, const Tensor& t
                   const std::vector<int64_t>& expected, std::string_view why);
 void requireSameShape(const KernelContext& c, std::string_view a_name, const Tensor& a,
                       std::string_view b_name, const Tensor& b);
+// X@GRAD and Y@GRAD of a binary op, each when asked for, are shaped and stored like X and Y.
+void requireOperandGrads(const KernelContext& c, const Tensor& x, const Tensor& y, const Tensor* dx, const Tensor* dy);
 void requireSameStorage(const KernelContext& c, std::string_view a_name, const Tensor& a,
                         std::string_view b_name, const Tensor& b);
 void requireFloat(const KernelContext& c, std::string_view name, const Tensor& t);

@@ -78,14 +78,7 @@ template <const MatmulAttrs& A> void matmulGrad(KernelContext& c) {
   requireSameStorage(c, "Out@GRAD", g, "X", x);
   MatmulShapes s = matmulShapes(c, x.shape(), y.shape(), A.tx, A.ty);
   requireOutShape(c, "Out@GRAD", g, s.out);
-  if (dx) {
-    requireSameStorage(c, "X@GRAD", *dx, "X", x);
-    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
-  }
-  if (dy) {
-    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
-    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
-  }
+  requireOperandGrads(c, x, y, dx, dy);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     const T* gp = g.data<T>();
