@@ -52,6 +52,7 @@ class PirTranslator {
     if (o.pir < 0) {
       if (o.reads_buffer) fail(op, "slot " + std::string(o.name) + " has no PIR operand");
       keep(o.name, vars);  // a shape record (XShape) PIR does without
+      if (o.name == "XShape") shape_records_.insert(shape_records_.end(), vars.begin(), vars.end());
       return;
     }
     if (vars.size() > 1) {
@@ -164,6 +165,18 @@ class PirTranslator {
   OpBuilder builder_;
   Job& job_;
   std::vector<std::string> kept_;  // legacy_slots of the op being translated
+
+ public:
+  // XShape vars no PIR op holds: undeclared, as a PIR file has them (translateToLegacy makes them
+  // again from the op's X), so that the job and its PIR file read back are the same.
+  void dropShapeRecords() {
+    for (Var* v : shape_records_)
+      if (!v->removed && v->readers.empty() && v->writers.empty()) block_.removeVar(v);
+    shape_records_.clear();
+  }
+
+ private:
+  std::vector<Var*> shape_records_;
 };
 
 // In PIR every value is an op's result: the program's inputs become builtin.parameter
@@ -194,6 +207,7 @@ void translateToPir(Job& job) {
       for (Op& op : b->ops) ops.push_back(&op);
       PirTranslator t(*b);
       for (Op* op : ops) t.translate(*op);
+      t.dropShapeRecords();
       if (b->parent_idx < 0) defineInputs(*b);
     }
   }
