@@ -28,10 +28,19 @@ std::string num(double v) {
   return buf;
 }
 
-// JSON has no NaN/Inf: carry them as strings.
+}  // namespace
+
 nlohmann::ordered_json jnum(double v) {
   if (std::isfinite(v)) return v;
   return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+double fromJnum(const nlohmann::ordered_json& v) {
+  if (v.is_number()) return v.get<double>();
+  std::string s = v.is_string() ? v.get<std::string>() : "nan";
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 std::string shapeText(const std::vector<int64_t>& s) {
@@ -39,8 +48,6 @@ std::string shapeText(const std::vector<int64_t>& s) {
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
   return r + "]";
 }
-
-}  // namespace
 
 uint64_t tensorChecksum(const Tensor& t) {
   uint64_t h = 0xcbf29ce484222325ull;
