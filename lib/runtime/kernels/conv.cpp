@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "ops/conv_geometry.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
@@ -60,6 +62,12 @@ ConvShape convShape(const KernelContext& c, const Tensor& x, const Tensor& f, Wi
     kernelFail(c, "Input " + shapeStr(xs) + ", Filter " + shapeStr(fs) + " and groups " + std::to_string(groups) + " do not agree");
   win = window(c, x, false, {fs[2], fs[3]});
   return {xs[0], xs[1], xs[2], xs[3], fs[0], groups, fs[2], fs[3], win.h.out, win.w.out};
+}
+
+// The im2col buffer (k x plane), from the buffer pool: a ResNet conv's is megabytes, and fresh
+// pages for it on every call cost more than the im2col itself.
+template <typename T> std::shared_ptr<std::byte> colBuffer(const ConvShape& s, bool direct) {
+  return direct ? nullptr : allocateBuffer(size_t(s.k() * s.plane()) * sizeof(T), false);
 }
 
 bool isPointwise(const ConvShape& s, const Window2d& w) {
@@ -120,14 +128,15 @@ void conv2d(KernelContext& c) {
   bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> col(direct ? 0 : size_t(s.k() * s.plane()));
+    auto col_buf = colBuffer<T>(s, direct);
+    T* col = reinterpret_cast<T*>(col_buf.get());
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t g = 0; g < s.groups; ++g) {
         const T* xg = x.data<T>() + (n * s.cin + g * s.cg()) * s.h * s.w;
         const T* b = xg;
         if (!direct) {
-          im2col(xg, s, w, col.data());
-          b = col.data();
+          im2col(xg, s, w, col);
+          b = col;
         }
         T* yg = y.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
         blasGemm(false, false, s.mg(), s.plane(), s.k(), f.data<T>() + g * s.mg() * s.k(), s.k(), b, s.plane(), T(0), yg, s.plane());
@@ -158,7 +167,8 @@ void conv2dGrad(KernelContext& c) {
   bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> col(direct ? 0 : size_t(s.k() * s.plane()));
+    auto col_buf = colBuffer<T>(s, direct);
+    T* col = reinterpret_cast<T*>(col_buf.get());
     if (dx) std::fill(dx->data<T>(), dx->data<T>() + dx->numel(), T(0));
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t g = 0; g < s.groups; ++g) {
@@ -167,16 +177,16 @@ void conv2dGrad(KernelContext& c) {
         if (df) {
           const T* b = x.data<T>() + x_off;
           if (!direct) {
-            im2col(b, s, w, col.data());
-            b = col.data();
+            im2col(b, s, w, col);
+            b = col;
           }
           blasGemm(false, true, s.mg(), s.k(), s.plane(), dyg, s.plane(), b, s.plane(), T(n ? 1 : 0), df->data<T>() + g * s.mg() * s.k(),
                    s.k());
         }
         if (dx) {
-          T* dst = direct ? dx->data<T>() + x_off : col.data();
+          T* dst = direct ? dx->data<T>() + x_off : col;
           blasGemm(true, false, s.k(), s.plane(), s.mg(), f.data<T>() + g * s.mg() * s.k(), s.k(), dyg, s.plane(), T(0), dst, s.plane());
-          if (!direct) col2im(col.data(), s, w, dx->data<T>() + x_off);
+          if (!direct) col2im(col, s, w, dx->data<T>() + x_off);
         }
       }
   });
