@@ -82,18 +82,22 @@ std::shared_ptr<std::byte> allocateBuffer(size_t bytes, bool zero) {
     if (zero) std::memset(p, 0, padded);
     return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
   }
-  const size_t cls = sizeClass(bytes);
+  size_t cls = sizeClass(bytes);
   void* p = nullptr;
   bool fresh = false;
   {
+    // The smallest idle buffer of the class or up to 2x above it: exact classes alone left
+    // the pool holding twice the replay's peak.
     Pool& pl = pool();
     std::lock_guard lk(pl.mu);
-    auto it = pl.idle.find(cls);
-    if (it != pl.idle.end() && !it->second.empty()) {
+    for (auto it = pl.idle.lower_bound(cls); it != pl.idle.end() && it->first <= 2 * cls; ++it) {
+      if (it->second.empty()) continue;
       p = it->second.back();
       it->second.pop_back();
+      cls = it->first;
       pl.stats.idle -= cls;
       ++pl.stats.reused;
+      break;
     }
   }
   if (!p) {
