@@ -95,6 +95,8 @@ void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
       int64_t dim = o->index_dim < 0 ? int64_t(table->shape.size()) + o->index_dim : o->index_dim;
       if (dim < 0 || dim >= int64_t(table->shape.size()) || table->shape[size_t(dim)] <= 0) continue;
       int64_t bound = table->shape[size_t(dim)];
+      if (o->index_bound)
+        if (auto b = o->index_bound(view); b && *b > 0) bound = *b;
       d.index_bound = indexed ? std::min(d.index_bound, bound) : bound;
       indexed = true;
     }

@@ -318,6 +318,8 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
           else comm.reduce(c->ring_id, x, *y, root, d, s);
           break;
         }
+        case CollectiveKind::KernelAllReduce:
+          fail("the nccl backend does not run kernels that communicate yet (replay it with --backend local or mpi)");
       }
     } else if (OpView source(op); source.has(trait::Source)) {
       // pd_op.data, builtin.parameter: the program's inputs, fed as every input is.
