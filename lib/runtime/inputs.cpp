@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "ir/json_pointer.h"
 #include "ops/op_view.h"
@@ -76,9 +77,17 @@ void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f
 
 namespace {
 
+// The index bounds readers put on a var: firm ones (a table's dim, a shard op's global vocab) and
+// the shard dim of a shard op that does not say its global vocab (c_embedding_grad has no
+// vocab_size), which counts only when no reader is firm.
+struct Bounds {
+  std::optional<int64_t> firm, shard;
+  static void lower(std::optional<int64_t>& b, int64_t v) { b = b ? std::min(*b, v) : v; }
+};
+
 // Views pass their values on: a read of a View op's result is a read of its input. Depth-bounded
 // (a chain of views is short; the bound only guards against a malformed cycle).
-void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
+void collectDomain(const Var& var, ValueDomain& d, Bounds& bounds, int depth) {
   for (const Op* reader : var.readers) {
     OpView view(*reader);
     if (!view.known()) continue;
@@ -95,16 +104,15 @@ void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
       int64_t dim = o->index_dim < 0 ? int64_t(table->shape.size()) + o->index_dim : o->index_dim;
       if (dim < 0 || dim >= int64_t(table->shape.size()) || table->shape[size_t(dim)] <= 0) continue;
       int64_t bound = table->shape[size_t(dim)];
-      if (o->index_bound)
-        if (auto b = o->index_bound(view); b && *b > 0) bound = *b;
-      d.index_bound = indexed ? std::min(d.index_bound, bound) : bound;
-      indexed = true;
+      if (!o->index_bound) Bounds::lower(bounds.firm, bound);
+      else if (auto b = o->index_bound(view); b && *b > 0) Bounds::lower(bounds.firm, *b);
+      else Bounds::lower(bounds.shard, bound);
     }
     if (view.has(trait::View) && depth < 8)
       for (const Slot& slot : reader->outputs)
         if (const OperandDef* o = view.outputOfSlot(slot.name); o && o->reads_buffer)
           for (const Arg& a : slot.args)
-            if (a.var && a.var != &var) collectDomain(*a.var, d, indexed, depth + 1);
+            if (a.var && a.var != &var) collectDomain(*a.var, d, bounds, depth + 1);
   }
 }
 
@@ -112,8 +120,9 @@ void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
 
 ValueDomain valueDomain(const Var& var) {
   ValueDomain d;
-  bool indexed = false;
-  collectDomain(var, d, indexed, 0);
+  Bounds bounds;
+  collectDomain(var, d, bounds, 0);
+  if (auto b = bounds.firm ? bounds.firm : bounds.shard) d.index_bound = *b;
   return d;
 }
 
