@@ -28,15 +28,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A KernelAllReduce op's ring, as its kernel sees it: each call is one all-reduce of the
-// communicator on the op's ring, issued under the op's description (errors name the op).
+// communicator on the op's ring, issued under the op's description (errors name the op); --link
+// times each by its own ring traffic (an all-reduce's 2(n-1)/n x the buffer).
 class CommRing : public KernelRing {
  public:
-  CommRing(Communicator& comm, int64_t ring, const ProcessGroup& g, int64_t rank, const OpDesc& d)
-      : comm_(comm), ring_(ring), size_(int64_t(g.ranks.size())), position_(g.positionOf(rank)), d_(d) {}
+  CommRing(Communicator& comm, int64_t ring, const ProcessGroup& g, int64_t rank, OpDesc d)
+      : comm_(comm), ring_(ring), size_(int64_t(g.ranks.size())), position_(g.positionOf(rank)), d_(std::move(d)) {}
   int64_t size() const override { return size_; }
   int64_t position() const override { return position_; }
   void allReduce(Tensor& buf, ReduceOp op) override {
     Tensor out(buf.dtype(), buf.shape());
+    d_.wire_bytes = 2 * (size_ - 1) * int64_t(buf.bytes()) / std::max<int64_t>(size_, 1);
     comm_.allReduce(ring_, buf, out, op, d_);
     buf = std::move(out);
   }
@@ -44,7 +46,7 @@ class CommRing : public KernelRing {
  private:
   Communicator& comm_;
   int64_t ring_, size_, position_;
-  const OpDesc& d_;
+  OpDesc d_;
 };
 // Waits for another stream wake at least this often to notice a failure.
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
@@ -341,13 +343,12 @@ class RankExecutor {
       KernelContext ctx{view, p.rank, o_.seed, io};
       // A kernel that communicates holds no core: it waits for the other members (as collectives do).
       std::optional<CommRing> ring;
-      OpDesc d{std::string(op.type), p.rank, b.idx, int64_t(index), file, opAt(p, b, index)};
       if (c) {
         const ProcessGroup* g = p.job->group(c->ring_id);
         if (!g || g->positionOf(p.rank) < 0) fail("rank " + std::to_string(p.rank) + " is not a member of ring " + std::to_string(c->ring_id));
+        OpDesc d{std::string(op.type), p.rank, b.idx, int64_t(index), file, opAt(p, b, index)};
         d.stream = plan_.names[s];
-        d.wire_bytes = collectiveBytes(op, *c, *p.job, true).value_or(0);
-        ring.emplace(comm_, c->ring_id, *g, p.rank, d);
+        ring.emplace(comm_, c->ring_id, *g, p.rank, std::move(d));
         ctx.ring = &*ring;
         ev.collective = true;
         ev.ring = c->ring_id;
