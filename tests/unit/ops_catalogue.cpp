@@ -7,6 +7,8 @@
 #include <set>
 
 #include "analysis/collectives.h"
+#include "analysis/comm_stats.h"
+#include "analysis/cost_model.h"
 #include "io/loader.h"
 #include "ops/op_builder.h"
 #include "ops/op_verify.h"
@@ -170,6 +172,9 @@ TEST_CASE("the vocab-parallel ops and adamw have both spellings; the vocab-paral
     REQUIRE(c);
     CHECK(c->kind == CollectiveKind::KernelAllReduce);
     CHECK(c->ring_id == 0);
+    // It moves three doubles per row of its [2,3,4] logits, and computes (unlike a collective).
+    CHECK(collectiveBytes(*rings[0][1], *c, *job, false) == 6 * 3 * 8);
+    CHECK(opFlops(*rings[0][1]) > 0);
     CHECK_FALSE(asCollective(*rings[0][1]->block->ops.begin()));  // c_embedding does not communicate
   }
 }
