@@ -30,6 +30,7 @@ void registerPirValueKernels(KernelTable& t);
 void registerConvKernels(KernelTable& t);
 void registerBatchNormKernels(KernelTable& t);
 void registerVisionTrainKernels(KernelTable& t);    // mul, top_k, accuracy, momentum
-void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam
+void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam, adamw
+void registerVocabParallelKernels(KernelTable& t);  // c_embedding, c_softmax_with_cross_entropy
 
 }  // namespace spopt::rt
