@@ -334,6 +334,9 @@ class RankExecutor {
       ev.dur_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
       events_[s].push_back(std::move(ev));
     }
+    // The one place float16/bfloat16 values are rounded (runtime/half.h): kernels and collectives
+    // compute in float32 and what a half var stores is its format's value, as on the device.
+    for (auto& [v, t] : outs) t.roundToDType();
     for (auto& [v, t] : outs) values_.set(*v, std::move(t));
     if (!fused_.empty())
       for (auto& [v, t] : outs)

@@ -21,6 +21,7 @@ static const KernelTable& table() {
     registerBatchNormKernels(k);
     registerVisionTrainKernels(k);
     registerLanguageTrainKernels(k);
+    registerAmpKernels(k);
     return k;
   }();
   return t;

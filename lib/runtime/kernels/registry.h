@@ -31,5 +31,6 @@ void registerConvKernels(KernelTable& t);
 void registerBatchNormKernels(KernelTable& t);
 void registerVisionTrainKernels(KernelTable& t);    // mul, top_k, accuracy, momentum
 void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam
+void registerAmpKernels(KernelTable& t);            // cast, loss scaling, norms, clipping
 
 }  // namespace spopt::rt
