@@ -329,14 +329,15 @@ class RankExecutor {
         fail(e.what());
       }
     }
+    // The one place float16/bfloat16 values are rounded (runtime/half.h): kernels and collectives
+    // compute in float32 and what a half var stores is its format's value, as on the device
+    // (part of the op's time).
+    for (auto& [v, t] : outs) t.roundToDType();
     if (o_.trace) {
       ev.start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
       ev.dur_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
       events_[s].push_back(std::move(ev));
     }
-    // The one place float16/bfloat16 values are rounded (runtime/half.h): kernels and collectives
-    // compute in float32 and what a half var stores is its format's value, as on the device.
-    for (auto& [v, t] : outs) t.roundToDType();
     for (auto& [v, t] : outs) values_.set(*v, std::move(t));
     if (!fused_.empty())
       for (auto& [v, t] : outs)
