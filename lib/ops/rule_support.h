@@ -49,5 +49,6 @@ void addMiscOps(std::vector<OpDef>& defs);
 void addTrainOps(std::vector<OpDef>& defs);
 void addCollectiveOps(std::vector<OpDef>& defs);
 void addVisionOps(std::vector<OpDef>& defs);
+void addAmpOps(std::vector<OpDef>& defs);
 
 }  // namespace spopt::ops

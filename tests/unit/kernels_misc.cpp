@@ -94,6 +94,9 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "c_sync_comm_stream", "coalesce_tensor", "create_py_reader", "create_double_buffer_reader", "lookup_table_v2",
       "lookup_table_v2_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "adam",
       "adamw", "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad",
+      // mixed precision and gradient clipping (kernels_amp.cpp)
+      "cast", "check_finite_and_unscale", "update_loss_scaling", "squared_l2_norm", "squared_l2_norm_grad", "sqrt",
+      "sqrt_grad", "clip_by_norm", "elementwise_max", "elementwise_max_grad", "elementwise_min", "elementwise_min_grad",
       // and, from the catalogue, ops only PIR spells, and fetch
       "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine"};
   auto supported = spopt::rt::supportedKernelOps();

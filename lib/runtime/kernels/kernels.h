@@ -6,8 +6,8 @@
 // Families: matmul.cpp (cblas), elementwise.cpp (+ broadcast.h), activation.cpp (gelu, relu,
 // scale, softmax), norm.cpp, shape.cpp (+ permute.h), reduce.cpp, dropout.cpp, misc.cpp, conv.cpp
 // (conv2d, pool2d), batch_norm.cpp, train_vision.cpp (mul, top_k_v2, accuracy, momentum),
-// train_language.cpp (embedding, cross-entropy, adam, adamw),
-// vocab_parallel.cpp (c_embedding, c_softmax_with_cross_entropy); the registry is kernels.cpp. Every kernel is deterministic (fixed summation order, reductions in
+// train_language.cpp (embedding, cross-entropy, adam, adamw), vocab_parallel.cpp (c_embedding,
+// c_softmax_with_cross_entropy), amp.cpp (cast, loss scaling, clipping); the registry is kernels.cpp. Every kernel is deterministic (fixed summation order, reductions in
 // double) and thread-safe; float32 gelu/softmax use fast_math.h, float64 uses libm.
 #include <cstdint>
 #include <stdexcept>

@@ -32,5 +32,6 @@ void registerBatchNormKernels(KernelTable& t);
 void registerVisionTrainKernels(KernelTable& t);    // mul, top_k, accuracy, momentum
 void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam, adamw
 void registerVocabParallelKernels(KernelTable& t);  // c_embedding, c_softmax_with_cross_entropy
+void registerAmpKernels(KernelTable& t);            // cast, loss scaling, norms, clipping
 
 }  // namespace spopt::rt
