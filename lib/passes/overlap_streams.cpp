@@ -13,7 +13,9 @@ std::string commStreamName(int64_t ring_id) { return "comm_ring_" + std::to_stri
 
 std::optional<Collective> commCollective(const Op& op) {
   auto c = asCollective(op);
-  if (!c || !communicates(*c)) return std::nullopt;
+  // An op that computes and all-reduces inside its kernel (the vocab-parallel loss) stays on the
+  // compute stream, where Paddle runs it and its NCCL calls: moving it would move its compute.
+  if (!c || !communicates(*c) || c->kind == CollectiveKind::KernelAllReduce) return std::nullopt;
   return c;
 }
 
