@@ -30,6 +30,8 @@ const Catalogue& catalogue() {
     ops::addTrainOps(defs);
     ops::addCollectiveOps(defs);
     ops::addVisionOps(defs);
+    ops::addLlamaOps(defs);
+    ops::addIndexOps(defs);
     Catalogue cat;
     for (OpDef& d : defs) {
       d.index = uint32_t(cat.defs.size());

@@ -21,6 +21,9 @@ static const KernelTable& table() {
     registerBatchNormKernels(k);
     registerVisionTrainKernels(k);
     registerLanguageTrainKernels(k);
+    registerLlamaKernels(k);
+    registerIndexKernels(k);
+    registerSliceKernels(k);
     return k;
   }();
   return t;

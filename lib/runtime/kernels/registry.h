@@ -31,5 +31,8 @@ void registerConvKernels(KernelTable& t);
 void registerBatchNormKernels(KernelTable& t);
 void registerVisionTrainKernels(KernelTable& t);    // mul, top_k, accuracy, momentum
 void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam
+void registerLlamaKernels(KernelTable& t);          // rms_norm, silu, swiglu, rotary embedding
+void registerIndexKernels(KernelTable& t);          // tril/triu, where, full_like, gather_nd
+void registerSliceKernels(KernelTable& t);          // squeeze, slice, stack, expand
 
 }  // namespace spopt::rt
