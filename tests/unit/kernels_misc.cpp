@@ -93,8 +93,12 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "matmul", "matmul_grad", "elementwise_div", "elementwise_div_grad", "unsqueeze2", "c_sync_calc_stream",
       "c_sync_comm_stream", "coalesce_tensor", "create_py_reader", "create_double_buffer_reader", "lookup_table_v2",
       "lookup_table_v2_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "adam",
+      // the Llama layer and its masks and shape ops (kernels_llama.cpp, kernels_index.cpp)
+      "rms_norm", "rms_norm_grad", "silu", "silu_grad", "swiglu", "swiglu_grad", "fused_rotary_position_embedding",
+      "fused_rotary_position_embedding_grad", "tril_triu", "where", "where_grad", "fill_any_like", "squeeze2", "squeeze2_grad",
+      "slice", "slice_grad", "stack", "stack_grad", "expand_v2", "expand_v2_grad", "gather_nd", "gather_nd_grad",
       // and, from the catalogue, ops only PIR spells, and fetch
-      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine"};
+      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine", "pd_op.tril", "pd_op.triu"};
   auto supported = spopt::rt::supportedKernelOps();
   for (auto op : ops) {
     CAPTURE(op);
