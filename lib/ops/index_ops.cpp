@@ -93,7 +93,7 @@ Result checkSlice(const OpView& op, bool grad) {
   if (!axes || !starts || !ends || !decrease) return std::nullopt;
   std::string why;
   auto box = resolveSlice(in->shape, *axes, *starts, *ends, *decrease, &why);
-  if (!box) return fail(op, "/attrs/axes", why);
+  if (!box) return fail(op, why.starts_with("decrease_axis") ? "/attrs/decrease_axis" : "/attrs/axes", why);
   // Every dim decreased away: Paddle 2 keeps [1], Paddle 3 gives a 0-D tensor.
   if (box->out.empty() && known(out) && (out->shape.empty() || out->shape == ShapeDims{1})) return std::nullopt;
   return requireDims(op, dir, slot, out, box->out, "Input sliced by starts, ends and axes");

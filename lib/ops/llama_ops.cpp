@@ -196,12 +196,13 @@ void addLlamaOps(std::vector<OpDef>& d) {
                .inputs = {{"x", {}, 0, true}, {"y", {}, 1}, {"out@GRAD", {}, 2, true}}, .outputs = {{"x@GRAD", {}, 0}, {"y@GRAD", {}, 1}},
                .traits = trait::Grad, .rule = ruleSwigluGrad, .cost = {10, "out@GRAD", true}});
   // sin and cos are given (Paddle computes them from rotary_emb_base otherwise: the kernel refuses
-  // that); position_ids, when present, picks their row for each (batch, seq).
+  // that); position_ids, when present, picks their row for each (batch, seq): replay generates ids
+  // within the rows of a [1, seq, 1, head_dim] table (dim -3; a [seq, head_dim] one has none).
   std::vector<AttrDef> rope_attrs = {{"use_neox_rotary_style", AttrKind::Bool}, {"time_major", AttrKind::Bool},
                                      {"rotary_emb_base", AttrKind::Float}};
   d.push_back({.name = "fused_rotary_position_embedding",
                .spellings = {legacyName("fused_rotary_position_embedding"), pirName("pd_op.fused_rotary_position_embedding")},
-               .inputs = {{"q", {}, 0, true}, {"k", {}, 1}, {"v", {}, 2}, {"sin", {}, 3}, {"cos", {}, 4}, {"position_ids", {}, 5}},
+               .inputs = {{"q", {}, 0, true}, {"k", {}, 1}, {"v", {}, 2}, {"sin", {}, 3}, {"cos", {}, 4}, {"position_ids", {}, 5, false, true, "sin", -3}},
                .outputs = {{"out_q", {}, 0, true}, {"out_k", {}, 1}, {"out_v", {}, 2}}, .attrs = rope_attrs,
                .traits = trait::Recomputable, .rule = ruleRope, .cost = {.flops = flopsRope},
                .grad = "fused_rotary_position_embedding_grad"});

@@ -86,6 +86,8 @@ TEST_CASE("slice's rule resolves starts and ends, from attributes or PIR's full_
   };
   CHECK(legacy("[5]").empty());
   CHECK(legacy("[6]") == kAt + "/outputs/Out/0: slice: Out [4,2] should be [4,3] (Input sliced by starts, ends and axes)");
+  CHECK(firstProblem(vars, R"({"type":"slice","inputs":{"Input":["x"]},"outputs":{"Out":["o"]},"attrs":{"axes":[1],"starts":[0],"ends":[2],"decrease_axis":[1]}})") ==
+        kAt + "/attrs/decrease_axis: slice: decrease_axis 1 is not a dim sliced to 1 of [4,2]");
   auto pir = [&](const char* ends) {
     return firstProblem(vars, R"({"type":"pd_op.full_int_array","inputs":{},"outputs":{"out0":["st"]},"attrs":{"value":[1]}},)"
                               R"({"type":"pd_op.full_int_array","inputs":{},"outputs":{"out0":["en"]},"attrs":{"value":)" +
