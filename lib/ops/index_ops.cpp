@@ -109,9 +109,12 @@ Result ruleStack(const OpView& op) {
   const Var* x0 = xs->args[0].var;
   for (size_t i = 0; i < xs->args.size(); ++i) {
     const Var* xi = xs->args[i].var;
-    if (auto e = requireSameStorage(op, "/inputs", "X", xi, "X", x0)) return e;
+    if (xi && x0 && dtypeStorage(xi->dtype) != dtypeStorage(x0->dtype))
+      return fail(op, "/inputs/X/" + std::to_string(i),
+                  "X[" + std::to_string(i) + "] is " + std::string(dtypeName(xi->dtype)) + " but X[0] is " + std::string(dtypeName(x0->dtype)));
     if (known(xi) && known(x0) && xi->shape != x0->shape)
-      return fail(op, "/inputs/X/" + std::to_string(i), "X[" + std::to_string(i) + "] " + dimsText(xi->shape) + " differs from X[0] " + dimsText(x0->shape));
+      return fail(op, "/inputs/X/" + std::to_string(i),
+                  "X[" + std::to_string(i) + "] " + dimsText(xi->shape) + " differs from X[0] " + dimsText(x0->shape));
   }
   if (!known(x0)) return std::nullopt;
   auto axis = intAttr(op, "axis", 0);
@@ -140,7 +143,8 @@ Result ruleStackGrad(const OpView& op) {
   part.erase(part.begin() + a);
   for (size_t i = 0; i < dxs->args.size(); ++i)
     if (const Var* v = dxs->args[i].var; known(v) && v->shape != part)
-      return fail(op, "/outputs/X@GRAD/" + std::to_string(i), "X@GRAD " + dimsText(v->shape) + " should be " + dimsText(part) + " (a part of Y@GRAD)");
+      return fail(op, "/outputs/X@GRAD/" + std::to_string(i),
+                  "X@GRAD " + dimsText(v->shape) + " should be " + dimsText(part) + " (a part of Y@GRAD)");
   return std::nullopt;
 }
 

@@ -202,7 +202,8 @@ void addLlamaOps(std::vector<OpDef>& d) {
                                      {"rotary_emb_base", AttrKind::Float}};
   d.push_back({.name = "fused_rotary_position_embedding",
                .spellings = {legacyName("fused_rotary_position_embedding"), pirName("pd_op.fused_rotary_position_embedding")},
-               .inputs = {{"q", {}, 0, true}, {"k", {}, 1}, {"v", {}, 2}, {"sin", {}, 3}, {"cos", {}, 4}, {"position_ids", {}, 5, false, true, "sin", -3}},
+               .inputs = {{"q", {}, 0, true}, {"k", {}, 1}, {"v", {}, 2}, {"sin", {}, 3}, {"cos", {}, 4},
+                          {"position_ids", {}, 5, false, true, "sin", -3}},
                .outputs = {{"out_q", {}, 0, true}, {"out_k", {}, 1}, {"out_v", {}, 2}}, .attrs = rope_attrs,
                .traits = trait::Recomputable, .rule = ruleRope, .cost = {.flops = flopsRope},
                .grad = "fused_rotary_position_embedding_grad"});

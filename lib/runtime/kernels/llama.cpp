@@ -277,7 +277,9 @@ RopeGeometry ropeGeometry(const KernelContext& c, const Tensor& first, const Ten
     requireSameStorage(c, name, *t, "q", first);
     const auto& s = t->shape();
     bool ok = (s.size() == 2 || (s.size() == 4 && s[0] == 1 && s[2] == 1)) && s.back() == g.dim;
-    if (!ok) kernelFail(c, std::string(name) + " " + shapeStr(s) + " should be [seq, head_dim] or [1, seq, 1, head_dim], head_dim " + std::to_string(g.dim));
+    if (!ok)
+      kernelFail(c, std::string(name) + " " + shapeStr(s) + " should be [seq, head_dim] or [1, seq, 1, head_dim], head_dim " +
+                        std::to_string(g.dim));
   }
   if (sin.shape() != cos.shape()) kernelFail(c, "sin " + shapeStr(sin.shape()) + " and cos " + shapeStr(cos.shape()) + " differ");
   g.rows = sin.numel() / g.dim;
