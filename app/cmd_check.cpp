@@ -14,6 +14,7 @@
 #include "load_job.h"
 #include "runtime/executor.h"
 #include "runtime/report.h"
+#include "runtime/serial_check.h"
 
 namespace spopt::app::cmd_check {
 namespace {
@@ -25,6 +26,8 @@ struct Options {
   std::string link, memory_limit;
   bool single_stream = false;
   int64_t dynamic_dim = 1;
+  bool serial = false;
+  std::string loss_reduce = "sum";
 };
 
 std::string rankSet(const std::vector<int64_t>& r) {
@@ -44,6 +47,58 @@ std::string cell(const nlohmann::ordered_json& v) {
   return fmt("%.7g", v.get<double>());
 }
 
+// --serial: BEFORE is the serial job, replayed on its one rank by this (the reporting) process;
+// AFTER runs on every rank and sends its fetched and persistable vars back for the gathering.
+int checkSerial(const Options& o, rt::Backend& backend, const Job& serial, const Job& dist, const std::vector<int64_t>& ranks,
+                const rt::ExecOptions& eo, const rt::Tolerance& tol) {
+  if (o.loss_reduce != "sum" && o.loss_reduce != "mean")
+    throw InputError("--loss-reduce", "", "must be sum or mean, not \"" + o.loss_reduce + "\"");
+  if (serial.programs.size() != 1)
+    throw InputError(o.before, "/programs", "--serial: the serial job has " + std::to_string(serial.programs.size()) +
+                                               " programs; it must have one");
+  std::map<int64_t, std::string> dist_kept = backend.run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
+    return rt::encodeKept(comms.execute(dist, rank, eo));
+  });
+  if (!backend.reports()) return backend.agreeOnExit(kExitOk);
+  auto local = makeBackend("local", rt::BackendOptions{eo.timeout, {}});
+  rt::RankRun serial_run;
+  local->run({serial.programs[0]->rank}, [&](int64_t rank, rt::CommFactory& comms) {
+    serial_run = comms.execute(serial, rank, eo);
+    return std::string();
+  });
+  rt::SerialComparison c = rt::compareWithSerial(serial, serial_run, dist, dist_kept, tol,
+                                                 o.loss_reduce == "mean" ? rt::LossReduce::Mean : rt::LossReduce::Sum, o.after);
+  size_t bad = 0;
+  double worst_rel = 0, worst_abs = 0;
+  std::string table;
+  for (const auto& r : c.rows) {
+    if (r.contains("rel")) {
+      worst_rel = std::max(worst_rel, r["rel"].get<double>());
+      worst_abs = std::max(worst_abs, r["max_abs"].get<double>());
+    }
+    if (r["ok"].get<bool>()) continue;
+    ++bad;
+    table += r["name"].get<std::string>() + "\t" + r["problem"].get<std::string>();
+    if (r.contains("rel")) table += "\t" + cell(r["max_abs"]) + "\t" + cell(r["rel"]);
+    if (r.contains("first"))
+      table += "\t[" + std::to_string(r["first"]["index"].get<int64_t>()) + "] serial " + cell(r["first"]["before"]) +
+               " distributed " + cell(r["first"]["after"]);
+    table += "\n";
+  }
+  std::string summary = "loss " + fmt("%.9g", c.loss_dist) + " (serial " + fmt("%.9g", c.loss_serial) + "; " + o.loss_reduce +
+                        " over " + std::to_string(c.loss_shards) + " input shard" + (c.loss_shards == 1 ? "" : "s") + "), " +
+                        std::to_string(c.parameters) + " parameters gathered from " + std::to_string(ranks.size()) +
+                        " ranks, rtol " + fmt("%g", o.rtol) + " atol " + fmt("%g", o.atol) + ", largest rel " +
+                        fmt("%.3g", worst_rel) + " abs " + fmt("%.3g", worst_abs);
+  if (bad == 0) {
+    std::cout << "check --serial: ok: " << summary << "\n";
+    return backend.agreeOnExit(kExitOk);
+  }
+  writeStdout("var\tproblem\tmax_abs\trel\tfirst offending element\n" + table + "check --serial: FAILED: " +
+              std::to_string(bad) + " of " + std::to_string(c.rows.size()) + ": " + summary + "\n");
+  return backend.agreeOnExit(kExitDiffers);
+}
+
 int runCheck(const Options& o) {
   const auto timeout = std::chrono::milliseconds(int64_t(o.timeout_s * 1000));
   rt::BackendOptions bo{timeout, parseLink(o.link, o.backend)};
@@ -59,13 +114,13 @@ int runCheck(const Options& o) {
     auto after = loadVerifiedJob(o.after);
     sizeDynamicDimsForReplay(*before, o.before, o.dynamic_dim, backend->reports());
     sizeDynamicDimsForReplay(*after, o.after, o.dynamic_dim, backend->reports());
-    if (before->world_size != after->world_size)
+    if (!o.serial && before->world_size != after->world_size)
       throw InputError(o.after, "/world_size", "world_size " + std::to_string(after->world_size) + " differs from " +
                                                    o.before + "'s " + std::to_string(before->world_size));
-    backend->checkLaunch(*before);
-    auto ranks = rt::replayRanks(*before);
+    backend->checkLaunch(o.serial ? *after : *before);
+    auto ranks = rt::replayRanks(o.serial ? *after : *before);
     auto after_ranks = rt::replayRanks(*after);
-    if (ranks != after_ranks)
+    if (!o.serial && ranks != after_ranks)
       throw InputError(o.after, "/programs", "holds the programs of ranks " + rankSet(after_ranks) + ", " + o.before +
                                                  " those of ranks " + rankSet(ranks));
     for (const auto* job : {before.get(), after.get()}) rt::checkOpsReplayable(*job);
@@ -78,6 +133,7 @@ int runCheck(const Options& o) {
     eo.timeout = timeout;
     configureThreads(*backend, ranks);
     rt::Tolerance tol{o.rtol, o.atol};
+    if (o.serial) return checkSerial(o, *backend, *before, *after, ranks, eo, tol);
 
     auto compare = [&](const rt::RankRun& b, const rt::RankRun& a) {
       nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -168,6 +224,12 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
                        sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
                        sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
+                       sub.add_flag("--serial", o->serial,
+                                    "BEFORE is the serial job (one rank), AFTER its distributed form: compare the loss and every "
+                                    "parameter after the step, AFTER's shards gathered by dist_attr");
+                       sub.add_option("--loss-reduce", o->loss_reduce,
+                                      "--serial: the model's loss from one rank per input shard: sum (each fetches its share) or mean")
+                           ->capture_default_str();
                        addRunOptions(sub, o->timeout_s, o->link, o->single_stream, o->memory_limit, o->dynamic_dim);
                        return [o] { return runCheck(*o); };
                      }}};

@@ -59,6 +59,7 @@ class PirTranslator {
     if (o.pir < 0) {
       if (o.reads_buffer) fail(op, "slot " + std::string(o.name) + " has no PIR operand");
       keep(o.name, vars);  // a shape record (XShape) PIR does without
+      if (o.name == "XShape") shape_records_.insert(shape_records_.end(), vars.begin(), vars.end());
       return;
     }
     if (vars.size() > 1) {
@@ -185,6 +186,18 @@ class PirTranslator {
   std::vector<std::string> kept_;  // legacy_slots of the op being translated
   Var* pending_vector_ = nullptr;   // the vector result of the op being translated, and its parts
   std::vector<Var*> pending_parts_;
+
+ public:
+  // XShape vars no PIR op holds: undeclared, as a PIR file has them (translateToLegacy makes them
+  // again from the op's X), so that the job and its PIR file read back are the same.
+  void dropShapeRecords() {
+    for (Var* v : shape_records_)
+      if (!v->removed && v->readers.empty() && v->writers.empty()) block_.removeVar(v);
+    shape_records_.clear();
+  }
+
+ private:
+  std::vector<Var*> shape_records_;
 };
 
 // In PIR every value is an op's result: the program's inputs become builtin.parameter
@@ -215,6 +228,7 @@ void translateToPir(Job& job) {
       for (Op& op : b->ops) ops.push_back(&op);
       PirTranslator t(*b);
       for (Op* op : ops) t.translate(*op);
+      t.dropShapeRecords();
       if (b->parent_idx < 0) defineInputs(*b);
     }
   }

@@ -183,8 +183,37 @@ class LegacyTranslator {
       mapping.push_back(-1);
       mapping.insert(mapping.end(), m.begin(), m.end());
     }
-    return builder_.freshVar(name.empty() ? std::string(like->name) + ".xshape" : name, dims, like->dtype, like, mapping);
+    Var* made = builder_.freshVar(name.empty() ? std::string(like->name) + ".xshape" : name, dims, like->dtype, like, mapping);
+    // Declared after the op's result, where Paddle (and a legacy program sent through PIR) has it.
+    const Var* after = pir.out("Out") ? pir.out("Out") : like;
+    if (after->block == &block_) placed_after_[after].push_back(made);
+    return made;
   }
+
+ public:
+  // Moves each shape record made to just after its anchor var, in one pass over the block's vars.
+  void placeShapeRecords() {
+    if (placed_after_.empty()) return;
+    std::unordered_set<const Var*> moved;
+    for (const auto& [anchor, records] : placed_after_) moved.insert(records.begin(), records.end());
+    std::vector<std::unique_ptr<Var>> order;
+    order.reserve(block_.vars.size());
+    std::unordered_map<const Var*, std::unique_ptr<Var>> held;
+    for (auto& v : block_.vars)
+      if (moved.count(v.get())) held.emplace(v.get(), std::move(v));
+    for (auto& v : block_.vars) {
+      if (!v) continue;
+      const Var* anchor = v.get();
+      order.push_back(std::move(v));
+      if (auto it = placed_after_.find(anchor); it != placed_after_.end())
+        for (Var* r : it->second) order.push_back(std::move(held.at(r)));
+    }
+    block_.vars = std::move(order);
+    placed_after_.clear();
+  }
+
+ private:
+  std::unordered_map<const Var*, std::vector<Var*>> placed_after_;  // shape records by anchor
 
   // Constant operands first (where legacy programs write them, e.g. reduce_sum's dim), then the
   // op's own attributes in their order with legacy names.
@@ -275,6 +304,7 @@ void translateToLegacy(Job& job) {
       LegacyTranslator t(*b);
       for (Op* op : ops) t.translate(op);
       t.cleanUp();
+      t.placeShapeRecords();
     }
   }
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
+#include <vector>
 
 #include "ir/json_pointer.h"
 #include "ops/op_view.h"
@@ -76,33 +78,54 @@ void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f
 
 namespace {
 
-// Views pass their values on: a read of a View op's result is a read of its input. Depth-bounded
-// (a chain of views is short; the bound only guards against a malformed cycle).
-void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
-  for (const Op* reader : var.readers) {
-    OpView view(*reader);
-    if (!view.known()) continue;
-    for (const Slot& slot : reader->inputs) {
-      const OperandDef* o = view.inputOfSlot(slot.name);
-      if (!o) continue;
-      bool reads_var = false;
-      for (const Arg& a : slot.args) reads_var |= a.var == &var;
-      if (!reads_var) continue;
-      d.non_negative |= o->non_negative;
-      if (o->index_of.empty()) continue;
-      const Var* table = view.in(o->index_of);
-      if (!table || table->shape.empty()) continue;
-      int64_t dim = o->index_dim < 0 ? int64_t(table->shape.size()) + o->index_dim : o->index_dim;
-      if (dim < 0 || dim >= int64_t(table->shape.size()) || table->shape[size_t(dim)] <= 0) continue;
-      int64_t bound = table->shape[size_t(dim)];
-      d.index_bound = indexed ? std::min(d.index_bound, bound) : bound;
-      indexed = true;
+// Views pass their values on: a read of a View op's result is a read of its input. A View op with
+// as many results as inputs (c_sync_calc_stream over a list of gradients) views them pairwise,
+// Out[i] being X[i]; otherwise every result views the input. Breadth-first with a visited set:
+// a stream sync that lists 100 vars would otherwise send the walk through every pair of them.
+// Depth-bounded too (a chain of views is short; the bound only guards against a malformed graph).
+void collectDomain(const Var& root, ValueDomain& d, bool& indexed) {
+  std::vector<std::pair<const Var*, int>> queue{{&root, 0}};
+  std::unordered_set<const Var*> seen{&root};
+  for (size_t q = 0; q < queue.size(); ++q) {
+    auto [var, depth] = queue[q];
+    for (const Op* reader : var->readers) {
+      OpView view(*reader);
+      if (!view.known()) continue;
+      int64_t position = -1;  // the var's index in the (last) input slot that reads it, and that slot's size
+      size_t read_count = 0;
+      for (const Slot& slot : reader->inputs) {
+        const OperandDef* o = view.inputOfSlot(slot.name);
+        if (!o) continue;
+        bool reads_var = false;
+        for (size_t i = 0; i < slot.args.size(); ++i)
+          if (slot.args[i].var == var) {
+            reads_var = true;
+            position = int64_t(i);
+            read_count = slot.args.size();
+          }
+        if (!reads_var) continue;
+        d.non_negative |= o->non_negative;
+        if (o->index_of.empty()) continue;
+        const Var* table = view.in(o->index_of);
+        if (!table || table->shape.empty()) continue;
+        int64_t dim = o->index_dim < 0 ? int64_t(table->shape.size()) + o->index_dim : o->index_dim;
+        if (dim < 0 || dim >= int64_t(table->shape.size()) || table->shape[size_t(dim)] <= 0) continue;
+        int64_t bound = table->shape[size_t(dim)];
+        d.index_bound = indexed ? std::min(d.index_bound, bound) : bound;
+        indexed = true;
+      }
+      if (!view.has(trait::View) || depth >= 8) continue;
+      for (const Slot& slot : reader->outputs) {
+        const OperandDef* o = view.outputOfSlot(slot.name);
+        if (!o || !o->reads_buffer) continue;
+        bool pairwise = slot.args.size() > 1 && slot.args.size() == read_count;
+        for (size_t i = 0; i < slot.args.size(); ++i) {
+          const Var* next = slot.args[i].var;
+          if (!next || (pairwise && int64_t(i) != position) || !seen.insert(next).second) continue;
+          queue.push_back({next, depth + 1});
+        }
+      }
     }
-    if (view.has(trait::View) && depth < 8)
-      for (const Slot& slot : reader->outputs)
-        if (const OperandDef* o = view.outputOfSlot(slot.name); o && o->reads_buffer)
-          for (const Arg& a : slot.args)
-            if (a.var && a.var != &var) collectDomain(*a.var, d, indexed, depth + 1);
   }
 }
 
@@ -111,7 +134,7 @@ void collectDomain(const Var& var, ValueDomain& d, bool& indexed, int depth) {
 ValueDomain valueDomain(const Var& var) {
   ValueDomain d;
   bool indexed = false;
-  collectDomain(var, d, indexed, 0);
+  collectDomain(var, d, indexed);
   return d;
 }
 

@@ -14,6 +14,11 @@
 
 namespace spopt::rt {
 
+// JSON has no NaN or infinity: a double as a JSON number, or "nan" / "inf" / "-inf"; and back.
+nlohmann::ordered_json jnum(double v);
+double fromJnum(const nlohmann::ordered_json& v);
+std::string shapeText(const std::vector<int64_t>& shape);  // "[2,5]"
+
 // FNV-1a 64 over the tensor's stored bytes: equal checksums mean bitwise-equal values.
 uint64_t tensorChecksum(const Tensor& t);
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/buffer_pool.h"
 #include "support/checked_size.h"
 
 namespace spopt::rt {
@@ -51,13 +52,7 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(
   auto total = checkedBytes(shape_, storageSize(storageOf(dtype_)));
   if (!total || uint64_t(*total) > uint64_t(SIZE_MAX) - 64) throw std::bad_alloc();
   numel_ = *checkedNumel(shape_);
-  size_t n = size_t(*total);
-  size_t padded = (n + 63) / 64 * 64;
-  if (padded == 0) padded = 64;
-  void* p = std::aligned_alloc(64, padded);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, padded);
-  buf_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  buf_ = allocateBuffer(size_t(*total));
 }
 
 Tensor Tensor::view(std::vector<int64_t> shape) const {

@@ -119,15 +119,27 @@ TEST_CASE("PIR JSON export carries edits a pass made: attrs, streams, new vars a
   const auto& pops = out["program"]["regions"][0]["blocks"][0]["ops"];
   REQUIRE(pops.size() == 5);
   CHECK(pops[2]["A"][1] == nlohmann::json::parse(R"({"AT":{"#":"0.a_bool","D":true},"N":"transpose_y"})"));
-  CHECK(pops[2]["A"][2] == nlohmann::json::parse(R"({"AT":{"#":"0.a_str","D":"auto_parallel_mp"},"N":"execution_stream"})"));
+  auto attrNamed = [](const nlohmann::json& op, const std::string& name) {
+    for (const auto& a : op["A"])
+      if (a["N"] == name) return a["AT"];
+    return nlohmann::json();
+  };
+  CHECK(attrNamed(pops[2], "execution_stream") == nlohmann::json::parse(R"({"#":"0.a_str","D":"auto_parallel_mp"})"));
+  // ... and says the stream was the dist_attr's, so that import takes it out of the attributes.
+  CHECK(attrNamed(pops[2], "spopt_dist_attr")["D"] == R"({"dist_attr":{"execution_stream":"auto_parallel_mp"},"stream_attrs_added":true})");
+  // The new var keeps its name through the file (PIR numbers values; sp-opt's attribute names it).
   CHECK(pops[4] == nlohmann::json::parse(R"({"#":"1.scale","I":[{"%":3}],
       "O":[{"%":5,"TT":{"#":"0.t_dtensor","D":[{"#":"0.t_bf16"},[2,4],"NCHW",[],0]}}],
-      "A":[{"AT":{"#":"0.a_f32","D":0.5},"N":"bias"},{"AT":{"#":"0.a_bool","D":true},"N":"bias_after_scale"}],
+      "A":[{"AT":{"#":"0.a_f32","D":0.5},"N":"bias"},{"AT":{"#":"0.a_bool","D":true},"N":"bias_after_scale"},
+           {"AT":{"#":"0.a_array","D":[{"#":"0.a_str","D":"scaled"}]},"N":"spopt_result_names"}],
       "OA":[]})"));
-  // ... and it reads back.
+  // ... and it reads back as it was.
   pir::ojson again = pir::pirJsonToProgram(out.dump(), "again.json");
   CHECK(again["blocks"][0]["ops"][4]["type"] == "pd_op.scale");
-  CHECK(again["blocks"][0]["vars"].back()["name"] == "v5");
+  CHECK(again["blocks"][0]["ops"][4]["outputs"]["out0"][0] == "scaled");
+  CHECK(again["blocks"][0]["vars"].back()["name"] == "scaled");
+  CHECK(again["blocks"][0]["ops"][2]["dist_attr"] == pir::ojson{{"execution_stream", "auto_parallel_mp"}});
+  CHECK_FALSE(again["blocks"][0]["ops"][2]["attrs"].contains("execution_stream"));
 
   // What PIR JSON cannot say is refused with the place, not written wrong.
   ops[2]["inputs"]["in0"] = {"v2", "v1"};

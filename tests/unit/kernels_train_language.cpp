@@ -238,3 +238,45 @@ TEST_CASE("coalesce_tensor copies, sets or zeroes its outputs and concatenates t
   CHECK(set[2].empty());
   CHECK(run("false", "false", 5)[2] == std::vector<double>{0, 0, 0, 0, 0});
 }
+
+// The class axis in the middle (a strided softmax row) and a wide one (the vectorised row over
+// several lane blocks): Softmax and Loss against a float64 reference computed here.
+TEST_CASE("softmax_with_cross_entropy's Softmax and Loss match a float64 reference along a middle axis and a wide last one",
+          "[kernels]") {
+  struct Case {
+    Dims shape;
+    int axis;
+  };
+  for (Case cs : {Case{{2, 7, 3}, 1}, Case{{3, 1000}, -1}}) {
+    for (DType t : floatTypes()) {
+      CAPTURE(spopt::dtypeName(t), cs.axis);
+      const size_t ax = size_t(cs.axis < 0 ? int(cs.shape.size()) + cs.axis : cs.axis);
+      int64_t outer = 1, inner = 1, classes = cs.shape[ax];
+      for (size_t i = 0; i < ax; ++i) outer *= cs.shape[i];
+      for (size_t i = ax + 1; i < cs.shape.size(); ++i) inner *= cs.shape[i];
+      Dims reduced = cs.shape;
+      reduced[ax] = 1;
+      std::vector<double> x = toDoubles(randomTensor(t, cs.shape));
+      for (double& v : x) v *= 8;  // logits of a few units: exponentials over a wide range
+      std::vector<double> label(size_t(outer * inner));
+      for (size_t i = 0; i < label.size(); ++i) label[i] = double((i * 5 + 3) % size_t(classes));
+      OpRunner f("softmax_with_cross_entropy");
+      f.in("Logits", {fromDoubles(t, cs.shape, x)}).in("Label", {ids(reduced, label)});
+      f.out("Softmax", {Tensor(t, cs.shape)}).out("Loss", {Tensor(t, reduced)});
+      f.attr("axis", std::to_string(cs.axis)).attr("soft_label", "false").run();
+      std::vector<double> sm(x.size()), loss(label.size());
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t in = 0; in < inner; ++in) {
+          auto at = [&](int64_t k) { return size_t((o * classes + k) * inner + in); };
+          double mx = x[at(0)], sum = 0;
+          for (int64_t k = 1; k < classes; ++k) mx = std::max(mx, x[at(k)]);
+          for (int64_t k = 0; k < classes; ++k) sum += std::exp(x[at(k)] - mx);
+          for (int64_t k = 0; k < classes; ++k) sm[at(k)] = std::exp(x[at(k)] - mx) / sum;
+          size_t pos = size_t(o * inner + in);
+          loss[pos] = std::log(sum) + mx - x[at(int64_t(label[pos]))];
+        }
+      requireClose(f.result("Softmax"), sm, tolFor(t) * 10);
+      requireClose(f.result("Loss"), loss, tolFor(t) * 10);
+    }
+  }
+}

@@ -163,3 +163,31 @@ TEST_CASE("rotary position ids get the rows of a [1, seq, 1, head_dim] table, no
   Tensor u = fillInput(*two->programs[0]->blocks[0]->lookup("pos"), 0, 3);
   CHECK(*std::max_element(u.data<int64_t>(), u.data<int64_t>() + u.numel()) == 7);
 }
+
+// A stream sync listing many vars (Paddle's c_sync_calc_stream before a fused all-reduce) views
+// Out[i] as X[i]: only a0's own reader bounds a0. 150 listed vars: a walk from each var into every
+// other listed one (depth 8) would not finish.
+TEST_CASE("a view over a list of vars passes each its own domain, once", "[runtime][inputs]") {
+  const int n = 150;
+  std::string vars = R"({"name":"w","shape":[1000,4],"dtype":"float32","persistable":true},{"name":"e","shape":[3,4],"dtype":"float32"},
+    {"name":"v","shape":[50,4],"dtype":"float32","persistable":true},{"name":"f","shape":[3,4],"dtype":"float32"})";
+  std::string xs, outs;
+  for (int i = 0; i < n; ++i) {
+    vars += R"(,{"name":"a)" + std::to_string(i) + R"(","shape":[3],"dtype":"int64"},{"name":"b)" + std::to_string(i) +
+            R"(","shape":[3],"dtype":"int64"})";
+    xs += std::string(i ? "," : "") + "\"a" + std::to_string(i) + "\"";
+    outs += std::string(i ? "," : "") + "\"b" + std::to_string(i) + "\"";
+  }
+  std::string text = R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],"programs":[{"rank":0,
+    "blocks":[{"idx":0,"parent_idx":-1,"vars":[)" + vars + R"(],"ops":[
+      {"type":"c_sync_calc_stream","inputs":{"X":[)" + xs + R"(]},"outputs":{"Out":[)" + outs + R"(]},"attrs":{}},
+      {"type":"c_sync_comm_stream","inputs":{"X":[)" + outs + R"(]},"outputs":{"Out":[)" + outs + R"(]},"attrs":{"ring_id":0}},
+      {"type":"lookup_table_v2","inputs":{"Ids":["b0"],"W":["w"]},"outputs":{"Out":["e"]},"attrs":{}},
+      {"type":"lookup_table_v2","inputs":{"Ids":["b1"],"W":["v"]},"outputs":{"Out":["f"]},"attrs":{}}]}]}]})";
+  auto job = loadJobFromText(text, "t.json");
+  const Block& b = *job->programs[0]->blocks[0];
+  CHECK(valueDomain(*b.lookup("a0")).index_bound == 1000);
+  CHECK(valueDomain(*b.lookup("a1")).index_bound == 50);
+  CHECK(valueDomain(*b.lookup("a2")).index_bound == 8);  // no reader bounds it
+  CHECK(valueDomain(*b.lookup("a149")).index_bound == 8);
+}

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "io/pir/pir_fetch.h"
 #include "io/pir/pir_json.h"
 #include "io/pir/pir_text.h"
 #include "support/error.h"
@@ -62,7 +63,7 @@ paddle::ImportedProgram readPirJsonFormat(const std::string& path, std::string_v
 }
 
 std::string writePirJsonFormat(const paddle::Json& program, const std::string& where) {
-  return writePirJson(program, where);
+  return writePirJson(withFetchOps(program), where);
 }
 
 bool looksLikePirText(std::string_view bytes) {
@@ -87,7 +88,7 @@ paddle::ImportedProgram readPirTextFormat(const std::string& path, std::string_v
 }
 
 std::string writePirTextFormat(const paddle::Json& program, const std::string& where) {
-  return writePirText(program, where);
+  return writePirText(withFetchOps(program), where);
 }
 
 }  // namespace spopt::pir

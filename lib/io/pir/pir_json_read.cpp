@@ -2,6 +2,7 @@
 #include <unordered_map>
 
 #include "io/pir/pir_json.h"
+#include "io/pir/pir_fetch.h"
 #include "io/pir/pir_names.h"
 #include "io/source.h"
 #include "ops/op_def.h"
@@ -66,6 +67,7 @@ class Reader {
                         {"region_id", region_id},
                         {"block_id", block_id}};
     nameValues(out, file_, "/program/regions/0/blocks/0/ops");
+    restoreFetchList(out, file_, "/program/regions/0/blocks/0/ops");
     return out;
   }
 

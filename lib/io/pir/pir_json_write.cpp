@@ -124,7 +124,7 @@ class Writer {
     ojson pir = o.value(kOpKey, ojson::object());
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = pir.value("attr_types", ojson::object());
-    addDistAttrs(o, vars_, attrs, types);
+    addSpoptAttrs(o, vars_, attrs, types);
     // Streams: a pass edits them in dist_attr, where sp-opt keeps them.
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
@@ -179,7 +179,7 @@ class Writer {
       out["A"] = {flagOf(attrs, "is_distributed"), flagOf(attrs, "is_parameter"), flagOf(attrs, "need_clip"),
                   attrs.value("parameter_name", "")};
     ojson dist_names = pir.value("dist_attrs", ojson::array());
-    for (const char* kept : {kVarDistAttr, kOpDistAttr})  // sp-opt's dist attributes
+    for (const char* kept : {kResultNamesAttr, kVarDistAttr, kOpDistAttr})  // sp-opt's attributes
       if (attrs.contains(kept)) dist_names.push_back(kept);
     if (has("DA") || !dist_names.empty()) out["DA"] = attrList(dist_names, attrs, types, where);
     if (has("QA")) out["QA"] = attrList(pir.value("quant_attrs", ojson::array()), attrs, types, where);

@@ -92,7 +92,32 @@ void dropPirVarKeys(Job& job) {
       }
 }
 
-void addDistAttrs(const ojson& op, const std::unordered_map<std::string, const ojson*>& vars, ojson& attrs, ojson& types) {
+namespace {
+// kResultNamesAttr for `op`: each result's var name where import would not find it otherwise
+// ("" for a "vN" var and for a parameter or data op's own name).
+std::optional<ojson> resultNames(const ojson& op, const ojson& attrs) {
+  std::string own;
+  for (const char* key : {"parameter_name", "name"})
+    if (attrs.contains(key) && attrs[key].is_string()) own = attrs[key].get<std::string>();
+  ojson out = ojson::array();
+  bool any = false;
+  for (const auto& [slot, args] : listOf(op, "outputs").items())
+    for (const auto& a : args) {
+      std::string n = a.is_string() ? a.get<std::string>() : "";
+      bool implied = ValueNumbering::numberInName(n) || n == own;
+      out.push_back(implied ? "" : n);
+      any = any || !implied;
+    }
+  if (!any) return std::nullopt;
+  return out;
+}
+}  // namespace
+
+void addSpoptAttrs(const ojson& op, const std::unordered_map<std::string, const ojson*>& vars, ojson& attrs, ojson& types) {
+  if (auto names = resultNames(op, attrs)) {
+    attrs[kResultNamesAttr] = *names;
+    types[kResultNamesAttr] = "array<str>";
+  }
   auto varOf = [&](const std::string& n) -> const ojson* {
     auto v = vars.find(n);
     return v == vars.end() ? nullptr : v->second;
@@ -108,7 +133,9 @@ void addDistAttrs(const ojson& op, const std::unordered_map<std::string, const o
     if (!isStreamAttr(k)) more = true;
     else if (!attrs.contains(k)) added = true;
   }
-  if (!more) return;  // streams alone are attributes already: a Paddle op needs no more
+  // Streams alone that are attributes already (a Paddle op as read) need no more; streams a pass
+  // set only in the dist_attr must come back out of the attributes on import.
+  if (!more && !added) return;
   attrs[kOpDistAttr] = ojson{{"dist_attr", *dist}, {"stream_attrs_added", added}}.dump();
   types[kOpDistAttr] = "str";
 }
@@ -159,15 +186,54 @@ struct Renamer {
   // A parameter's or data op's result takes the name Paddle gave it.
   void nameResult(ojson& op, const std::string& name) {
     const std::string* out = soleArg(op, "outputs", "out0");
-    auto n = out ? ValueNumbering::numberInName(*out) : std::nullopt;
-    if (!n || name.empty() || ValueNumbering::numberInName(name) || taken.count(name) || !var(*out)) return;
-    ojson& v = *var(*out);
-    v["name"] = name;
-    v[kVarValueKey] = *n;
-    taken.insert(name);
-    index.emplace(name, index.at(*out));
-    renamed[*out] = name;
-    op["outputs"]["out0"][0] = name;
+    if (out && !taken.count(name)) bindResult(op, "out0", 0, name);
+  }
+
+  // Result `slot` (its arg `k`, a "vN" var) becomes the var `name`. A name not yet in the block
+  // renames the var; a name already there is that var written again (a legacy program's second
+  // write of a var), taken only when the types agree. Returns whether it bound.
+  bool bindResult(ojson& op, const std::string& slot, size_t k, const std::string& name) {
+    ojson& arg = op["outputs"][slot][k];
+    std::string out = arg.get<std::string>();
+    auto n = ValueNumbering::numberInName(out);
+    if (!n || name.empty() || ValueNumbering::numberInName(name) || !var(out)) return false;
+    if (!taken.count(name)) {
+      ojson& v = *var(out);
+      v["name"] = name;
+      v[kVarValueKey] = *n;
+      taken.insert(name);
+      index.emplace(name, index.at(out));
+    } else {
+      ojson *tv = var(current(name)), *ov = var(out);
+      if (!tv || !ov) return false;
+      for (const char* key : {"shape", "dtype", kVarTypeKey})
+        if (tv->value(key, ojson()) != ov->value(key, ojson())) return false;
+      dropped[index.at(out)] = true;
+      op[kOpKey][kResultValuesKey][slot] = *n;
+    }
+    renamed[out] = name;
+    arg = name;
+    return true;
+  }
+
+  // The results' names, from the attribute sp-opt's writers add (pir_names.h).
+  void takeResultNames(ojson& op, size_t i) {
+    auto attrs = op.find("attrs");
+    if (attrs == op.end() || !attrs->is_object() || !attrs->contains(kResultNamesAttr)) return;
+    std::string at = ops_pointer + "/" + std::to_string(i) + "/attrs/" + kResultNamesAttr;
+    ojson list = takeAttr(op, kResultNamesAttr);
+    std::vector<std::pair<std::string, size_t>> results;
+    for (const auto& [slot, args] : listOf(op, "outputs").items())
+      for (size_t k = 0; k < args.size(); ++k) results.emplace_back(slot, k);
+    if (!list.is_array() || list.size() != results.size())
+      throw InputError(file, at, "must hold one string per result (" + std::to_string(results.size()) + ")");
+    for (size_t k = 0; k < results.size(); ++k) {
+      if (!list[k].is_string()) throw InputError(file, at + "/" + std::to_string(k), "must be a string");
+      const std::string& name = list[k].get_ref<const std::string&>();
+      if (!name.empty() && !bindResult(op, results[k].first, results[k].second, name))
+        throw InputError(file, at + "/" + std::to_string(k),
+                         "\"" + name + "\" names a var of another type, or a result that is not a fresh value");
+    }
   }
 
   // An in-place op's first result is its first operand's buffer: the same var, written again. Only
@@ -250,6 +316,7 @@ struct Renamer {
       ojson& op = ops[i];
       takeDistAttrs(op, i);
       takeOpDistAttr(op, i);
+      takeResultNames(op, i);
       if (op.contains("inputs"))
         for (auto& [slot, args] : op["inputs"].items())
           for (auto& a : args)

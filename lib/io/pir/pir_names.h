@@ -30,10 +30,16 @@ inline constexpr const char* kVarDistAttr = "spopt_result_dist_attrs";
 // into the attributes, so that import takes them out again.
 inline constexpr const char* kOpDistAttr = "spopt_dist_attr";
 
-// Adds to an op's `attrs` (and their types) what sp-opt keeps in PIR attributes: kOpDistAttr when
-// `op` has a dist_attr with more than streams, kVarDistAttr when a result var has one. Call before
-// the writer copies the streams into `attrs`. `vars`: the block's vars by name.
-void addDistAttrs(const ojson& op, const std::unordered_map<std::string, const ojson*>& vars, ojson& attrs, ojson& types);
+// The op attribute that names its results' vars, one string per result ("" where the file itself
+// says: a "vN" temporary, a parameter's or data op's own name), so that a job keeps its var names
+// through a PIR file; a name an earlier result holds is that var written again (in place).
+inline constexpr const char* kResultNamesAttr = "spopt_result_names";
+
+// Adds to an op's `attrs` (and their types) what sp-opt keeps in PIR attributes: kResultNamesAttr
+// when a result's name would be lost, kOpDistAttr when `op` has a dist_attr with more than
+// streams or with streams its attributes lack, kVarDistAttr when a result var has one. Call before the writer copies the streams into
+// `attrs`. `vars`: the block's vars by name.
+void addSpoptAttrs(const ojson& op, const std::unordered_map<std::string, const ojson*>& vars, ojson& attrs, ojson& types);
 
 // The kVarDistAttr value for `op`'s results, nullopt when none has a dist_attr. `var` finds a var
 // of the block by name (null when absent).

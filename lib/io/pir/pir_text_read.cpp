@@ -8,6 +8,7 @@
 #include <cctype>
 #include <unordered_map>
 
+#include "io/pir/pir_fetch.h"
 #include "io/pir/pir_names.h"
 #include "io/pir/pir_text.h"
 #include "io/source.h"
@@ -45,6 +46,7 @@ class Parser {
     if (!fetch.empty()) out["fetch"] = fetch;
     out["blocks"] = ojson::array({{{"idx", 0}, {"parent_idx", -1}, {"vars", vars}, {"ops", ops}}});
     nameValues(out, file_, "/ops");  // text has no JSON path: the op's index
+    restoreFetchList(out, file_, "/ops");
     return out;
   }
 

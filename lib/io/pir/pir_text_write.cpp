@@ -135,7 +135,7 @@ class TextWriter {
     }
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = o.value(kOpKey, ojson::object()).value("attr_types", ojson::object());
-    addDistAttrs(o, vars_, attrs, types);
+    addSpoptAttrs(o, vars_, attrs, types);
     if (o.contains("dist_attr"))
       for (const char* s : kStreamAttrs)
         if (o.at("dist_attr").contains(s)) attrs[s] = o.at("dist_attr").at(s);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/softmax_row.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 
@@ -168,37 +169,6 @@ AxisView axisView(const KernelContext& c, const std::vector<int64_t>& shape, int
   if (shape.empty()) return {1, 1, 1};
   int64_t a = normaliseAxis(c, axis_attr, shape.size(), "axis");
   return {product(shape, 0, size_t(a)), shape[size_t(a)], product(shape, size_t(a) + 1)};
-}
-
-// The maximum of f(0..n-1), n >= 1, over 8 independent lanes (vectorisable; max is exact, so
-// the result does not depend on the order).
-template <typename T, typename F> T laneMax(int64_t n, F&& f) {
-  T lane[8];
-  for (int l = 0; l < 8; ++l) lane[l] = f(0);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
-      T v = f(i + l);
-      lane[l] = v > lane[l] ? v : lane[l];
-    }
-  for (; i < n; ++i) lane[0] = f(i) > lane[0] ? f(i) : lane[0];
-  T m = lane[0];
-  for (int l = 1; l < 8; ++l) m = lane[l] > m ? lane[l] : m;
-  return m;
-}
-
-// One softmax row of `len` elements `st` apart; Contiguous (st == 1, the usual last axis) is a
-// compile-time case so its loops vectorise.
-template <typename T, bool Contiguous>
-void softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
-  const int64_t st = Contiguous ? 1 : stride;
-  T m = laneMax<T>(len, [&](int64_t k) { return row[k * st]; });
-  for (int64_t k = 0; k < len; ++k) {
-    if constexpr (std::is_same_v<T, float>) orow[k * st] = fastExp(row[k * st] - m);
-    else orow[k * st] = std::exp(row[k * st] - m);
-  }
-  T inv = T(1.0 / laneSum(len, [&](int64_t k) { return double(orow[k * st]); }));
-  for (int64_t k = 0; k < len; ++k) orow[k * st] *= inv;
 }
 
 // softmax along `axis` (default -1): max-shifted exponentials (fastExp for float32), the

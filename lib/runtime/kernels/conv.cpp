@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "ops/conv_geometry.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
@@ -60,6 +62,12 @@ ConvShape convShape(const KernelContext& c, const Tensor& x, const Tensor& f, Wi
     kernelFail(c, "Input " + shapeStr(xs) + ", Filter " + shapeStr(fs) + " and groups " + std::to_string(groups) + " do not agree");
   win = window(c, x, false, {fs[2], fs[3]});
   return {xs[0], xs[1], xs[2], xs[3], fs[0], groups, fs[2], fs[3], win.h.out, win.w.out};
+}
+
+// The im2col buffer (k x plane), from the buffer pool: a ResNet conv's is megabytes, and fresh
+// pages for it on every call cost more than the im2col itself.
+template <typename T> std::shared_ptr<std::byte> colBuffer(const ConvShape& s, bool direct) {
+  return direct ? nullptr : allocateBuffer(size_t(s.k() * s.plane()) * sizeof(T), false);
 }
 
 bool isPointwise(const ConvShape& s, const Window2d& w) {
@@ -120,14 +128,15 @@ void conv2d(KernelContext& c) {
   bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> col(direct ? 0 : size_t(s.k() * s.plane()));
+    auto col_buf = colBuffer<T>(s, direct);
+    T* col = reinterpret_cast<T*>(col_buf.get());
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t g = 0; g < s.groups; ++g) {
         const T* xg = x.data<T>() + (n * s.cin + g * s.cg()) * s.h * s.w;
         const T* b = xg;
         if (!direct) {
-          im2col(xg, s, w, col.data());
-          b = col.data();
+          im2col(xg, s, w, col);
+          b = col;
         }
         T* yg = y.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
         blasGemm(false, false, s.mg(), s.plane(), s.k(), f.data<T>() + g * s.mg() * s.k(), s.k(), b, s.plane(), T(0), yg, s.plane());
@@ -158,7 +167,8 @@ void conv2dGrad(KernelContext& c) {
   bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> col(direct ? 0 : size_t(s.k() * s.plane()));
+    auto col_buf = colBuffer<T>(s, direct);
+    T* col = reinterpret_cast<T*>(col_buf.get());
     if (dx) std::fill(dx->data<T>(), dx->data<T>() + dx->numel(), T(0));
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t g = 0; g < s.groups; ++g) {
@@ -167,16 +177,16 @@ void conv2dGrad(KernelContext& c) {
         if (df) {
           const T* b = x.data<T>() + x_off;
           if (!direct) {
-            im2col(b, s, w, col.data());
-            b = col.data();
+            im2col(b, s, w, col);
+            b = col;
           }
           blasGemm(false, true, s.mg(), s.k(), s.plane(), dyg, s.plane(), b, s.plane(), T(n ? 1 : 0), df->data<T>() + g * s.mg() * s.k(),
                    s.k());
         }
         if (dx) {
-          T* dst = direct ? dx->data<T>() + x_off : col.data();
+          T* dst = direct ? dx->data<T>() + x_off : col;
           blasGemm(true, false, s.k(), s.plane(), s.mg(), f.data<T>() + g * s.mg() * s.k(), s.k(), dyg, s.plane(), T(0), dst, s.plane());
-          if (!direct) col2im(col.data(), s, w, dx->data<T>() + x_off);
+          if (!direct) col2im(col, s, w, dx->data<T>() + x_off);
         }
       }
   });
@@ -211,19 +221,49 @@ PoolShape poolShape(const KernelContext& c, const Tensor& x) {
   return p;
 }
 
-// Calls f(plane, oy, ox, ys, xs, divisor) for every output element.
+// The windows of one output row (oy) or column (ox): spans and, for avg, the divisor's factor.
+std::vector<Span> spans(const WindowDim& d, bool adaptive) {
+  std::vector<Span> out(size_t(d.out));
+  for (int64_t o = 0; o < d.out; ++o) out[size_t(o)] = span(d, o, adaptive);
+  return out;
+}
+
+// Calls f(plane, oy, ox, ys, xs, divisor) for every output element, plane by plane, row by row
+// (the windows are computed once per call, not per element).
 template <typename F> void forEachWindow(const PoolShape& p, F&& f) {
   const WindowDim &h = p.w.h, &w = p.w.w;
+  const std::vector<Span> ys = spans(h, p.adaptive), xs = spans(w, p.adaptive);
   for (int64_t pl = 0; pl < p.planes; ++pl)
     for (int64_t oy = 0; oy < h.out; ++oy) {
-      Span ys = span(h, oy, p.adaptive);
+      const Span y = ys[size_t(oy)];
       for (int64_t ox = 0; ox < w.out; ++ox) {
-        Span xs = span(w, ox, p.adaptive);
-        int64_t area = (ys.end - ys.begin) * (xs.end - xs.begin);
+        const Span x = xs[size_t(ox)];
+        int64_t area = (y.end - y.begin) * (x.end - x.begin);
         int64_t divisor = p.exclusive || p.adaptive ? area : h.k * w.k;
-        f(pl, oy, ox, ys, xs, divisor);
+        f(pl, oy, ox, y, x, divisor);
       }
     }
+}
+
+// max: the window's maximum (exact in T: no wider type needed); avg: the sum in double, in
+// row-major order, over the divisor. Max is a template parameter so the inner loops have no branch.
+template <bool Max, typename T> void poolPlanes(const PoolShape& p, const T* x, T* out) {
+  const int64_t in_w = p.w.w.in, in_plane = p.w.h.in * in_w, out_plane = p.w.h.out * p.w.w.out;
+  forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
+    const T* in = x + pl * in_plane;
+    T& o = out[pl * out_plane + oy * p.w.w.out + ox];
+    if constexpr (Max) {
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+        for (int64_t ix = xs.begin; ix < xs.end; ++ix) m = std::max(m, in[iy * in_w + ix]);
+      o = m;
+    } else {
+      double acc = 0.0;
+      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+        for (int64_t ix = xs.begin; ix < xs.end; ++ix) acc += double(in[iy * in_w + ix]);
+      o = T(divisor > 0 ? acc / double(divisor) : 0.0);
+    }
+  });
 }
 
 void pool2d(KernelContext& c) {
@@ -232,25 +272,39 @@ void pool2d(KernelContext& c) {
   PoolShape p = poolShape(c, x);
   requireSameStorage(c, "Out", out, "X", x);
   requireShape(c, "Out", out, {x.shape()[0], x.shape()[1], p.w.h.out, p.w.w.out}, "X pooled");
-  int64_t in_plane = p.w.h.in * p.w.w.in, out_plane = p.w.h.out * p.w.w.out;
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
-    forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
-      const T* in = x.data<T>() + pl * in_plane;
-      double acc = p.max ? -std::numeric_limits<double>::infinity() : 0.0;
-      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
-        for (int64_t ix = xs.begin; ix < xs.end; ++ix) {
-          double v = double(in[iy * p.w.w.in + ix]);
-          acc = p.max ? std::max(acc, v) : acc + v;
-        }
-      if (!p.max) acc = divisor > 0 ? acc / double(divisor) : 0.0;
-      out.data<T>()[pl * out_plane + oy * p.w.w.out + ox] = T(acc);
-    });
+    if (p.max) poolPlanes<true>(p, x.data<T>(), out.data<T>());
+    else poolPlanes<false>(p, x.data<T>(), out.data<T>());
   });
 }
 
 // avg: each input of a window gets Out@GRAD / divisor; max: the first input equal to the
 // window's maximum gets all of it (as Paddle's CPU kernel).
+template <bool Max, typename T> void poolGradPlanes(const PoolShape& p, const T* x, const T* out, const T* dy, T* dx) {
+  const int64_t in_w = p.w.w.in, in_plane = p.w.h.in * in_w, out_plane = p.w.h.out * p.w.w.out;
+  forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
+    int64_t o = pl * out_plane + oy * p.w.w.out + ox;
+    T g = dy[o];
+    const T* in = x + pl * in_plane;
+    T* d = dx + pl * in_plane;
+    if constexpr (Max) {
+      T m = out[o];
+      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+        for (int64_t ix = xs.begin; ix < xs.end; ++ix)
+          if (in[iy * in_w + ix] == m) {
+            d[iy * in_w + ix] += g;
+            return;
+          }
+    } else {
+      if (divisor <= 0) return;
+      T share = T(double(g) / double(divisor));
+      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
+        for (int64_t ix = xs.begin; ix < xs.end; ++ix) d[iy * in_w + ix] += share;
+    }
+  });
+}
+
 void pool2dGrad(KernelContext& c) {
   const Tensor& x = requireInput(c, "X");
   const Tensor& dy = requireInput(c, "Out@GRAD");
@@ -266,30 +320,11 @@ void pool2dGrad(KernelContext& c) {
   }
   requireSameStorage(c, "X@GRAD", dx, "X", x);
   requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
-  int64_t in_plane = p.w.h.in * p.w.w.in, out_plane = p.w.h.out * p.w.w.out;
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     std::fill(dx.data<T>(), dx.data<T>() + dx.numel(), T(0));
-    forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
-      int64_t o = pl * out_plane + oy * p.w.w.out + ox;
-      T g = dy.data<T>()[o];
-      const T* in = x.data<T>() + pl * in_plane;
-      T* d = dx.data<T>() + pl * in_plane;
-      if (p.max) {
-        T m = out->data<T>()[o];
-        for (int64_t iy = ys.begin; iy < ys.end; ++iy)
-          for (int64_t ix = xs.begin; ix < xs.end; ++ix)
-            if (in[iy * p.w.w.in + ix] == m) {
-              d[iy * p.w.w.in + ix] += g;
-              return;
-            }
-        return;
-      }
-      if (divisor <= 0) return;
-      T share = T(double(g) / double(divisor));
-      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
-        for (int64_t ix = xs.begin; ix < xs.end; ++ix) d[iy * p.w.w.in + ix] += share;
-    });
+    if (p.max) poolGradPlanes<true>(p, x.data<T>(), out->data<T>(), dy.data<T>(), dx.data<T>());
+    else poolGradPlanes<false>(p, x.data<T>(), static_cast<const T*>(nullptr), dy.data<T>(), dx.data<T>());
   });
 }
 

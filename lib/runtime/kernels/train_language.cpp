@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
+#include "runtime/kernels/softmax_row.h"
 
 namespace spopt::rt {
 namespace {
@@ -138,8 +139,9 @@ int64_t labelAt(const KernelContext& c, const Tensor& label, int64_t at, const C
   return l;
 }
 
-// softmax_with_cross_entropy: Softmax = softmax(Logits) over the axis (shifted by the max, sums
-// in double), Loss = log(sum) - (x[label] - max), 0 where the label is ignore_index.
+// softmax_with_cross_entropy: Softmax = softmax(Logits) over the axis (softmax_row.h: shifted by
+// the max, fastExp for float32, sums in double), Loss = log(sum) - (x[label] - max), 0 where the
+// label is ignore_index.
 void softmaxCrossEntropy(KernelContext& c) {
   const Tensor& logits = requireInput(c, "Logits");
   const Tensor& label = requireInput(c, "Label");
@@ -153,6 +155,7 @@ void softmaxCrossEntropy(KernelContext& c) {
   requireShape(c, "Softmax", softmax, logits.shape(), "Logits' shape");
   requireShape(c, "Loss", loss, v.reduced, "Logits' shape with the class axis 1");
   if (label.numel() != v.outer * v.inner) requireShape(c, "Label", label, v.reduced, "Logits' shape with the class axis 1");
+  if (v.classes < 1) kernelFail(c, "Logits " + shapeStr(logits.shape()) + " has no classes along the axis");
   int64_t ignore = intAttr(c, "ignore_index", -100);
   dispatchFloat(c, "Logits", logits, [&](auto tag) {
     using T = decltype(tag);
@@ -162,15 +165,11 @@ void softmaxCrossEntropy(KernelContext& c) {
     for (int64_t o = 0; o < v.outer; ++o)
       for (int64_t in = 0; in < v.inner; ++in) {
         int64_t base = o * v.classes * v.inner + in;
-        auto at = [&](int64_t k) { return base + k * v.inner; };
-        double mx = double(x[at(0)]);
-        for (int64_t k = 1; k < v.classes; ++k) mx = std::max(mx, double(x[at(k)]));
-        double sum = laneSum(v.classes, [&](int64_t k) { return std::exp(double(x[at(k)]) - mx); });
-        double log_sum = std::log(sum);
-        for (int64_t k = 0; k < v.classes; ++k) sm[at(k)] = T(std::exp(double(x[at(k)]) - mx - log_sum));
+        SoftmaxRowStats r = v.inner == 1 ? softmaxRow<T, true>(x + base, sm + base, v.classes, 1)
+                                         : softmaxRow<T, false>(x + base, sm + base, v.classes, v.inner);
         int64_t pos = o * v.inner + in;
         int64_t l = labelAt(c, label, pos, v, ignore);
-        ls[pos] = l < 0 ? T(0) : T(log_sum - (double(x[at(l)]) - mx));
+        ls[pos] = l < 0 ? T(0) : T(std::log(r.sum) - (double(x[base + l * v.inner]) - r.max));
       }
   });
 }
