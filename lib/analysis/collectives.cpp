@@ -29,6 +29,7 @@ const char* collectiveKindName(CollectiveKind k) {
     case CollectiveKind::Broadcast: return "broadcast";
     case CollectiveKind::Identity: return "identity";
     case CollectiveKind::Reduce: return "reduce";
+    case CollectiveKind::KernelAllReduce: return "kernel all-reduce";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ops/op_view.h"
 #include "support/checked_size.h"
 
 namespace spopt {
@@ -14,6 +15,11 @@ int64_t groupSize(const Op& op, const Collective& c, const Job& job) {
 }
 
 std::optional<int64_t> payloadBytes(const Op& op, const Collective& c) {
+  // A kernel all-reduce moves what its definition says (a few values per row), not its input.
+  if (c.kind == CollectiveKind::KernelAllReduce) {
+    OpView v(op);
+    return v.def() && v.def()->cost.ring_payload ? v.def()->cost.ring_payload(v) : std::nullopt;
+  }
   const Var* in = op.in(c.in_slot);
   if (!in) return std::nullopt;
   return in->byteSize();  // nullopt: an unknown dim, or a size past int64 (support/checked_size.h)
@@ -25,7 +31,8 @@ int64_t clamped(__int128 w) { return w > __int128(INT64_MAX) ? INT64_MAX : int64
 int64_t ringTraffic(const Op& op, const Collective& c, const Job& job, int64_t payload) {
   int64_t n = std::max<int64_t>(groupSize(op, c, job), 1);
   switch (c.kind) {
-    case CollectiveKind::AllReduce: return clamped(__int128(2) * (n - 1) * payload / n);
+    case CollectiveKind::AllReduce:
+    case CollectiveKind::KernelAllReduce: return clamped(__int128(2) * (n - 1) * payload / n);
     case CollectiveKind::ReduceScatter: return clamped(__int128(n - 1) * payload / n);
     case CollectiveKind::AllGather: return clamped(__int128(n - 1) * payload);
     case CollectiveKind::Broadcast:

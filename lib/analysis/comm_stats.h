@@ -1,7 +1,8 @@
 #pragma once
 // How much a program communicates: its collectives and the bytes they move.
 //
-// A collective's payload is its input: numel x dtype size on this rank. Its ring traffic (bus
+// A collective's payload is its input: numel x dtype size on this rank (a kernel all-reduce's is its
+// catalogue definition's CostDef::ring_payload). Its ring traffic (bus
 // factors applied) is what a ring algorithm puts on this rank's links (NCCL's "bus bandwidth" convention,
 // n = group size): all-reduce 2(n-1)/n x payload, reduce-scatter (n-1)/n x payload, all-gather
 // (n-1) x payload (the other ranks' chunks), broadcast 1 x payload.

@@ -144,7 +144,8 @@ double gemmSize(const Op& op) {
 // The op's catalogue cost (ops/op_def.h CostDef); docs/analyze.md, "FLOP counts".
 double opFlops(const Op& op) {
   OpView v(op);
-  if (asCollective(op) || v.has(trait::MovesOnly)) return 0;
+  auto c = asCollective(op);
+  if ((c && c->kind != CollectiveKind::KernelAllReduce) || v.has(trait::MovesOnly)) return 0;
   if (const OpDef* d = v.def(); d && (d->cost.flops || d->cost.per_element >= 0)) {
     if (d->cost.flops) return d->cost.flops(v);
     const Var* counted = d->cost.of_input ? v.in(d->cost.slot) : v.out(d->cost.slot);
@@ -195,16 +196,25 @@ std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, 
   return w;
 }
 
+namespace {
+double ringSeconds(const Op& op, const Collective& c, const HardwareModel& m) {
+  const Job* job = op.block && op.block->program ? op.block->program->job : nullptr;
+  if (!job || !communicates(c)) return 0;
+  auto w = collectiveWireBytes(op, c, *job);
+  if (!w || w->group_size < 2) return 0;
+  return m.latency_s + double(w->steps) * m.step_latency_s + double(w->wire) / m.bus_bw;
+}
+}  // namespace
+
+// A kernel all-reduce costs its compute and its ring time, one after the other.
 double opCostSeconds(const Op& op, const HardwareModel& m) {
+  double ring_s = 0;
   if (auto c = asCollective(op)) {
-    const Job* job = op.block && op.block->program ? op.block->program->job : nullptr;
-    if (!job || !communicates(*c)) return 0;
-    auto w = collectiveWireBytes(op, *c, *job);
-    if (!w || w->group_size < 2) return 0;
-    return m.latency_s + double(w->steps) * m.step_latency_s + double(w->wire) / m.bus_bw;
+    ring_s = ringSeconds(op, *c, m);
+    if (c->kind != CollectiveKind::KernelAllReduce) return ring_s;
   }
   double flops = opFlops(op), bytes = opBytesTouched(op, m);
-  if (flops == 0 && bytes == 0) return 0;
+  if (flops == 0 && bytes == 0) return ring_s;
   DType t = DType::Float32;
   if (!op.outputs.empty() && !op.outputs[0].args.empty() && op.outputs[0].args[0].var)
     t = op.outputs[0].args[0].var->dtype;
@@ -213,7 +223,7 @@ double opCostSeconds(const Op& op, const HardwareModel& m) {
   double rate = m.flopsFor(t);
   if (!m.gemm_curve.empty())
     if (double size = gemmSize(op); size > 0) rate = std::min(rate, curveRate(m.gemm_curve, size));
-  return m.op_overhead_s + std::max(flops / rate, bytes / m.mem_bw);
+  return ring_s + m.op_overhead_s + std::max(flops / rate, bytes / m.mem_bw);
 }
 
 }  // namespace spopt

@@ -10,6 +10,7 @@ std::string_view collectiveOpType(CollectiveKind k, bool legacy) {
     case CollectiveKind::Broadcast: return legacy ? "c_broadcast" : "broadcast";
     case CollectiveKind::Identity: return "c_identity";
     case CollectiveKind::Reduce: return legacy ? "c_reduce_sum" : "reduce";
+    case CollectiveKind::KernelAllReduce: return "";  // a compute op: its own definition spells it
   }
   return "";
 }

@@ -8,7 +8,11 @@
 namespace spopt {
 
 // Reduce (c_reduce_sum): the sum lands on the root; the other members keep their input.
-enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity, Reduce };
+// KernelAllReduce: a compute op whose kernel all-reduces small buffers over the op's ring
+// (c_softmax_with_cross_entropy's row max and sums). It takes part in the ring like any collective
+// (paired by issue order, checked across ranks, costed), but replay runs its kernel, handing it the
+// ring (runtime/kernels/kernels.h KernelRing); it has no spelling of its own.
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity, Reduce, KernelAllReduce };
 enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
 
 // The op type for a kind in a dialect ("c_reducescatter" / "reduce_scatter", ...); an all-reduce

@@ -141,7 +141,9 @@ Dialect inferDialect(const Program& p, Dialect fallback) {
       ResolvedOp r = resolveOp(op.type);
       Dialect d = r ? r.spelling->dialect : (op.type.starts_with("pd_op.") || op.type.starts_with("builtin.") ? Dialect::Pir : Dialect::Legacy);
       if (d == Dialect::Pir) return Dialect::Pir;
-      if (!first_collective && r && r.def->collective && r.def->collective != CollectiveKind::Identity) first_collective = d;
+      if (!first_collective && r && r.def->collective && r.def->collective != CollectiveKind::Identity &&
+          r.def->collective != CollectiveKind::KernelAllReduce)
+        first_collective = d;
     }
   return first_collective.value_or(fallback);
 }

@@ -52,6 +52,11 @@ enum : uint32_t {
 };
 }  // namespace trait
 
+class OpView;
+// The values an integer input takes on one op when index_of's dim does not say it (a vocab
+// shard's global ids); nullopt: index_of's dim.
+using IndexBoundFn = std::optional<int64_t> (*)(const OpView&);
+
 // One operand or result. `pir`: its index among the PIR op's operands (in<i>) or results (out<i>),
 // -1 when the PIR op has no such value.
 struct OperandDef {
@@ -67,6 +72,7 @@ struct OperandDef {
   // generates such inputs within it (runtime/inputs.h).
   std::string_view index_of = {};
   int index_dim = 0;
+  IndexBoundFn index_bound = nullptr;
   // A floating input the op takes the square root of, or divides by one minus (Adam's second
   // moment and decay powers): replay generates it in [0, 1).
   bool non_negative = false;
@@ -92,17 +98,19 @@ struct OpRuleError {
   std::string message;
 };
 
-class OpView;
 using OpRuleFn = std::optional<OpRuleError> (*)(const OpView&);
 using FlopsFn = double (*)(const OpView&);
+using BytesFn = std::optional<int64_t> (*)(const OpView&);
 
 // Cost: `flops` when set, else `per_element` FLOPs for each element of `slot` (an output, or an
 // input when `of_input`); per_element < 0: one FLOP per output element (an op nobody costed).
+// `ring_payload`: the bytes a KernelAllReduce op all-reduces over its ring (comm_stats.h).
 struct CostDef {
   double per_element = -1;
   std::string_view slot = {};
   bool of_input = false;
   FlopsFn flops = nullptr;
+  BytesFn ring_payload = nullptr;
 };
 
 // A name an op is written with: its dialect, whether it is the in-place variant (PIR's trailing

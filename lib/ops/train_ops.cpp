@@ -1,5 +1,7 @@
 // What a language-model training step adds to the compute ops: the embedding lookup, the
-// softmax cross-entropy loss and the Adam update. Definitions and their rules.
+// softmax cross-entropy loss, their vocab-parallel forms (Megatron's VocabParallelEmbedding and
+// _VocabParallelCrossEntropy: c_embedding, c_softmax_with_cross_entropy) and the Adam / AdamW
+// updates. Definitions and their rules.
 #include "ops/rule_support.h"
 
 namespace spopt::ops {
@@ -80,6 +82,67 @@ Result ruleAdam(const OpView& op) {
   return std::nullopt;
 }
 
+// c_embedding: lookup_table_v2's shapes, and a shard that starts at a non-negative row.
+Result checkShardEmbedding(const OpView& op, bool grad) {
+  if (auto start = intAttr(op, "start_index", 0); start && *start < 0)
+    return fail(op, "/attrs/start_index", "start_index " + std::to_string(*start) + " should be >= 0");
+  return checkEmbedding(op, grad);
+}
+Result ruleShardEmbedding(const OpView& op) { return checkShardEmbedding(op, false); }
+Result ruleShardEmbeddingGrad(const OpView& op) { return checkShardEmbedding(op, true); }
+
+// c_softmax_with_cross_entropy(_grad): the shard's class offset is rank x classes, so `rank` must be
+// this program's position in the ring and `nranks` its size (when the job declares the ring).
+Result checkShardAttrs(const OpView& op) {
+  auto rank = intAttr(op, "rank", 0), nranks = intAttr(op, "nranks", 0);
+  if (!rank || !nranks) return std::nullopt;  // the kind check reports a non-integer
+  const Program* p = op.op().block ? op.op().block->program : nullptr;
+  auto ring = intAttr(op, "ring_id", 0);
+  const ProcessGroup* g = p && p->job && ring ? p->job->group(*ring) : nullptr;
+  if (!g) {
+    if (*nranks > 0 && (*rank < 0 || *rank >= *nranks))
+      return fail(op, "/attrs/rank", "rank " + std::to_string(*rank) + " is not a position among nranks " + std::to_string(*nranks));
+    return std::nullopt;
+  }
+  int64_t size = int64_t(g->ranks.size()), at = g->positionOf(p->rank);
+  if (*nranks != size)
+    return fail(op, "/attrs/nranks", "nranks " + std::to_string(*nranks) + " differs from ring " + std::to_string(*ring) + "'s size " + std::to_string(size));
+  if (at >= 0 && *rank != at)
+    return fail(op, "/attrs/rank", "rank " + std::to_string(*rank) + " differs from rank " + std::to_string(p->rank) + "'s position " +
+                                       std::to_string(at) + " in ring " + std::to_string(*ring));
+  return std::nullopt;
+}
+Result ruleShardSoftmaxCrossEntropy(const OpView& op) {
+  if (auto e = checkShardAttrs(op)) return e;
+  return ruleSoftmaxCrossEntropy(op);
+}
+Result ruleShardSoftmaxCrossEntropyGrad(const OpView& op) {
+  if (auto e = checkShardAttrs(op)) return e;
+  return ruleSoftmaxCrossEntropyGrad(op);
+}
+
+// Global ids: c_embedding's vocab_size (Paddle's VocabParallelEmbedding passes the whole vocab), the
+// shard's classes times nranks for the vocab-parallel loss.
+std::optional<int64_t> globalVocab(const OpView& op) {
+  auto v = intAttr(op, "vocab_size", -1);
+  return v && *v > 0 ? v : std::nullopt;
+}
+std::optional<int64_t> globalClasses(const OpView& op, std::string_view logits_slot) {
+  const Var* x = op.in(logits_slot);
+  auto n = intAttr(op, "nranks", 0);
+  if (!known(x) || x->shape.empty() || !n || *n <= 0) return std::nullopt;
+  return x->shape.back() * *n;
+}
+std::optional<int64_t> globalClassesOfLogits(const OpView& op) { return globalClasses(op, "Logits"); }
+std::optional<int64_t> globalClassesOfSoftmax(const OpView& op) { return globalClasses(op, "Softmax"); }
+
+// The row max, the predicted logit and the exp-sum of every row, in double.
+std::optional<int64_t> ringPayloadSoftmaxCrossEntropy(const OpView& op) {
+  const Var* x = op.in("Logits");
+  if (!known(x) || x->shape.empty() || x->shape.back() <= 0) return std::nullopt;
+  return 3 * int64_t(sizeof(double)) * (x->numel() / x->shape.back());
+}
+
 double flopsSoftmaxCrossEntropy(const OpView& op) {
   const Var* x = op.in("Logits");
   int64_t n = x ? x->numel() : 0;
@@ -134,6 +197,55 @@ void addTrainOps(std::vector<OpDef>& d) {
                .attrs = {{"beta1", AttrKind::Float, {}, 10}, {"beta2", AttrKind::Float, {}, 11}, {"epsilon", AttrKind::Float, {}, 12},
                          {"lazy_mode", AttrKind::Bool}, {"multi_precision", AttrKind::Bool}, {"use_global_beta_pow", AttrKind::Bool}},
                .traits = trait::InPlace, .rule = ruleAdam, .cost = {10, "Param", true}});
+  // adamw_ (ops.yaml): adam_'s operands, then lr_ratio, coeff and with_decay (decoupled decay).
+  OpDef adamw = d.back();
+  adamw.name = "adamw";
+  adamw.spellings = {legacyName("adamw"), pirName("pd_op.adamw_", true)};
+  adamw.attrs.insert(adamw.attrs.begin() + 3, {{"lr_ratio", AttrKind::Float}, {"coeff", AttrKind::Float}, {"with_decay", AttrKind::Bool}});
+  adamw.cost = {12, "Param", true};
+  d.push_back(std::move(adamw));
+
+  // Vocab-parallel embedding: this rank holds rows [start_index, start_index + rows) of the table;
+  // other ids read as zero rows (an all-reduce over the ring follows in the program). PIR:
+  // c_embedding(weight, x, start_index, vocab_size), c_embedding_grad(weight, x, out_grad, start_index).
+  OperandDef shard_ids{"Ids", {}, 1, true};
+  shard_ids.index_of = "W";
+  shard_ids.index_bound = globalVocab;
+  std::vector<AttrDef> shard_attrs = {{"start_index", AttrKind::Int}, {"vocab_size", AttrKind::Int}};
+  d.push_back({.name = "c_embedding", .spellings = {legacyName("c_embedding"), pirName("pd_op.c_embedding")},
+               .inputs = {{"W", {}, 0, true}, shard_ids}, .outputs = {{"Out", {}, 0, true}}, .attrs = shard_attrs,
+               .traits = trait::Recomputable | trait::MovesOnly, .rule = ruleShardEmbedding, .grad = "c_embedding_grad"});
+  d.push_back({.name = "c_embedding_grad", .spellings = {legacyName("c_embedding_grad"), pirName("pd_op.c_embedding_grad")},
+               .inputs = {{"W", {}, 0, true, false}, shard_ids, {"Out@GRAD", {}, 2, true}}, .outputs = {{"W@GRAD", {}, 0, true}},
+               .attrs = shard_attrs, .traits = trait::Grad, .rule = ruleShardEmbeddingGrad, .cost = {1, "Out@GRAD", true}});
+
+  // Vocab-parallel softmax cross-entropy: Logits hold classes [rank x C, (rank + 1) x C) of the
+  // ring's nranks x C; the kernel all-reduces the row max and the two row sums over ring_id
+  // (CollectiveKind::KernelAllReduce), so the op takes part in that ring where it stands.
+  // PIR: c_softmax_with_cross_entropy(logits, label, ignore_index, ring_id, rank, nranks).
+  OperandDef shard_label{"Label", {}, 1, true};
+  shard_label.index_of = "Logits";
+  shard_label.index_dim = -1;
+  shard_label.index_bound = globalClassesOfLogits;
+  std::vector<AttrDef> shard_ce_attrs = {{"ignore_index", AttrKind::Int}, {"ring_id", AttrKind::Int}, {"rank", AttrKind::Int},
+                                         {"nranks", AttrKind::Int}};
+  d.push_back({.name = "c_softmax_with_cross_entropy",
+               .spellings = {legacyName("c_softmax_with_cross_entropy"), pirName("pd_op.c_softmax_with_cross_entropy")},
+               .inputs = {{"Logits", {}, 0, true}, shard_label}, .outputs = {{"Softmax", {}, 0, true}, {"Loss", {}, 1, true}},
+               .attrs = shard_ce_attrs, .traits = trait::SideEffects, .rule = ruleShardSoftmaxCrossEntropy,
+               .cost = {.flops = flopsSoftmaxCrossEntropy, .ring_payload = ringPayloadSoftmaxCrossEntropy},
+               .grad = "c_softmax_with_cross_entropy_grad", .collective = CollectiveKind::KernelAllReduce});
+  // Local: softmax minus the one-hot of the labels this shard holds. Paddle writes it in place of
+  // Softmax (pd_op.c_softmax_with_cross_entropy_grad_).
+  OperandDef grad_shard_label = shard_label;
+  grad_shard_label.index_of = "Softmax";
+  grad_shard_label.index_bound = globalClassesOfSoftmax;
+  d.push_back({.name = "c_softmax_with_cross_entropy_grad",
+               .spellings = {legacyName("c_softmax_with_cross_entropy_grad"), pirName("pd_op.c_softmax_with_cross_entropy_grad"),
+                             pirName("pd_op.c_softmax_with_cross_entropy_grad_", true)},
+               .inputs = {{"Softmax", {}, 0, true}, grad_shard_label, {"Loss@GRAD", {}, 2, true}},
+               .outputs = {{"Logits@GRAD", {}, 0, true}}, .attrs = shard_ce_attrs, .traits = trait::Grad,
+               .rule = ruleShardSoftmaxCrossEntropyGrad, .cost = {2, "Logits@GRAD"}});
 }
 
 }  // namespace spopt::ops

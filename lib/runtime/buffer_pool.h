@@ -20,5 +20,7 @@ struct BufferPoolStats {
   size_t fresh = 0;   // requests that mapped new memory
 };
 BufferPoolStats bufferPoolStats();
+// False under AddressSanitizer: every buffer comes from malloc there, where ASan guards it.
+bool bufferPoolActive();
 
 }  // namespace spopt::rt

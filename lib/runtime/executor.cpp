@@ -18,10 +18,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A collective (the communicator runs it), an op with a kernel, or a program input replay feeds.
+// A collective (the communicator runs it), an op with a kernel (a kernel all-reduce needs one
+// too), or a program input replay feeds.
 bool replayable(const Op& op) {
   ResolvedOp r = resolveOp(op.type);
-  return r && (r.def->collective || kernelFor(*r.def) || r.def->has(trait::Source));
+  if (!r) return false;
+  bool by_comm = r.def->collective && r.def->collective != CollectiveKind::KernelAllReduce;
+  return by_comm || kernelFor(*r.def) || r.def->has(trait::Source);
 }
 
 
@@ -76,7 +79,7 @@ void checkReplayable(const Program& p) {
   for (const Op& op : b.ops) {
     auto here = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
     auto coll = asCollective(op);
-    if (!coll && !replayable(op)) here("replay does not support this op");
+    if (!replayable(op)) here("replay does not support this op");
     if (coll && coll->ring_id < 0 && coll->kind != CollectiveKind::Identity) here("ring_id is missing or not an integer");
     for (const auto* slots : {&op.inputs, &op.outputs})
       forEachArg(*slots, [&](const Var& v) {

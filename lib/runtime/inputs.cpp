@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -78,12 +79,20 @@ void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f
 
 namespace {
 
+// The index bounds readers put on a var: firm ones (a table's dim, a shard op's global vocab) and
+// the shard dim of a shard op that does not say its global vocab (c_embedding_grad has no
+// vocab_size), which counts only when no reader is firm.
+struct Bounds {
+  std::optional<int64_t> firm, shard;
+  static void lower(std::optional<int64_t>& b, int64_t v) { b = b ? std::min(*b, v) : v; }
+};
+
 // Views pass their values on: a read of a View op's result is a read of its input. A View op with
 // as many results as inputs (c_sync_calc_stream over a list of gradients) views them pairwise,
 // Out[i] being X[i]; otherwise every result views the input. Breadth-first with a visited set:
 // a stream sync that lists 100 vars would otherwise send the walk through every pair of them.
 // Depth-bounded too (a chain of views is short; the bound only guards against a malformed graph).
-void collectDomain(const Var& root, ValueDomain& d, bool& indexed) {
+void collectDomain(const Var& root, ValueDomain& d, Bounds& bounds) {
   std::vector<std::pair<const Var*, int>> queue{{&root, 0}};
   std::unordered_set<const Var*> seen{&root};
   for (size_t q = 0; q < queue.size(); ++q) {
@@ -111,8 +120,9 @@ void collectDomain(const Var& root, ValueDomain& d, bool& indexed) {
         int64_t dim = o->index_dim < 0 ? int64_t(table->shape.size()) + o->index_dim : o->index_dim;
         if (dim < 0 || dim >= int64_t(table->shape.size()) || table->shape[size_t(dim)] <= 0) continue;
         int64_t bound = table->shape[size_t(dim)];
-        d.index_bound = indexed ? std::min(d.index_bound, bound) : bound;
-        indexed = true;
+        if (!o->index_bound) Bounds::lower(bounds.firm, bound);
+        else if (auto b = o->index_bound(view); b && *b > 0) Bounds::lower(bounds.firm, *b);
+        else Bounds::lower(bounds.shard, bound);
       }
       if (!view.has(trait::View) || depth >= 8) continue;
       for (const Slot& slot : reader->outputs) {
@@ -133,8 +143,9 @@ void collectDomain(const Var& root, ValueDomain& d, bool& indexed) {
 
 ValueDomain valueDomain(const Var& var) {
   ValueDomain d;
-  bool indexed = false;
-  collectDomain(var, d, indexed);
+  Bounds bounds;
+  collectDomain(var, d, bounds);
+  if (auto b = bounds.firm ? bounds.firm : bounds.shard) d.index_bound = *b;
   return d;
 }
 

@@ -14,7 +14,10 @@
 //    catalogue definition says non_negative (Adam's second moment and decay powers).
 //    int32/int64 vars get floor((u + 1) * B / 2) in [0, B): B is 8, or, when an op reads the var
 //    as indices into another operand (the catalogue's index_of: lookup ids into W's rows, labels
-//    into the classes), the smallest such dim; reads through a View op (reshape2, unsqueeze2)
+//    into the classes), the smallest such dim, or the bound its definition's index_bound gives
+//    (a vocab shard's global ids: c_embedding's vocab_size, c_softmax_with_cross_entropy's classes
+//    x nranks); a shard op that cannot say its global bound (c_embedding_grad, no vocab_size)
+//    bounds by its shard's dim only when no other reader bounds the var; reads through a View op (reshape2, unsqueeze2)
 //    count as reads of its result. bool/uint8 vars get 1 when u >= 0, else 0.
 //  - elementUniform: h = splitmix64(seed ^ fnv1a64(name)); x = splitmix64(h + g);
 //    u = (x >> 11) * 2^-52 - 1  (53 random bits, exact in double; cast to the var's float type).

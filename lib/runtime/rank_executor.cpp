@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <deque>
@@ -25,6 +26,28 @@ namespace spopt::rt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A KernelAllReduce op's ring, as its kernel sees it: each call is one all-reduce of the
+// communicator on the op's ring, issued under the op's description (errors name the op); --link
+// times each by its own ring traffic (an all-reduce's 2(n-1)/n x the buffer).
+class CommRing : public KernelRing {
+ public:
+  CommRing(Communicator& comm, int64_t ring, const ProcessGroup& g, int64_t rank, OpDesc d)
+      : comm_(comm), ring_(ring), size_(int64_t(g.ranks.size())), position_(g.positionOf(rank)), d_(std::move(d)) {}
+  int64_t size() const override { return size_; }
+  int64_t position() const override { return position_; }
+  void allReduce(Tensor& buf, ReduceOp op) override {
+    Tensor out(buf.dtype(), buf.shape());
+    d_.wire_bytes = 2 * (size_ - 1) * int64_t(buf.bytes()) / std::max<int64_t>(size_, 1);
+    comm_.allReduce(ring_, buf, out, op, d_);
+    buf = std::move(out);
+  }
+
+ private:
+  Communicator& comm_;
+  int64_t ring_, size_, position_;
+  OpDesc d_;
+};
 // Waits for another stream wake at least this often to notice a failure.
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
@@ -269,7 +292,8 @@ class RankExecutor {
     const auto start = Clock::now();
     TraceEvent ev{std::string(op.type), false, int64_t(index)};
     ev.stream = plan_.names[s];
-    if (auto c = asCollective(op)) {
+    auto c = asCollective(op);
+    if (c && c->kind != CollectiveKind::KernelAllReduce) {
       ev.collective = true;
       ev.ring = c->ring_id;
       Var* in = op.in(c->in_slot);
@@ -307,6 +331,7 @@ class RankExecutor {
           else comm_.reduce(c->ring_id, x, *y, root, d);
           break;
         }
+        case CollectiveKind::KernelAllReduce: break;  // runs its kernel below
       }
     } else if (OpView view(op); view.has(trait::Source)) {
       // pd_op.data, builtin.parameter: the program's inputs, fed as replay feeds any input.
@@ -316,8 +341,22 @@ class RankExecutor {
       if (!fn) fail("replay does not support this op");
       OpIO io(view, values_, outs);
       KernelContext ctx{view, p.rank, o_.seed, io};
+      // A kernel that communicates holds no core: it waits for the other members (as collectives do).
+      std::optional<CommRing> ring;
+      if (c) {
+        const ProcessGroup* g = p.job->group(c->ring_id);
+        if (!g || g->positionOf(p.rank) < 0) fail("rank " + std::to_string(p.rank) + " is not a member of ring " + std::to_string(c->ring_id));
+        OpDesc d{std::string(op.type), p.rank, b.idx, int64_t(index), file, opAt(p, b, index)};
+        d.stream = plan_.names[s];
+        ring.emplace(comm_, c->ring_id, *g, p.rank, std::move(d));
+        ctx.ring = &*ring;
+        ev.collective = true;
+        ev.ring = c->ring_id;
+        ev.bytes = collectiveBytes(op, *c, *p.job, false).value_or(0);
+      }
       try {
-        CoreLease cores(view.has(trait::Blas) ? cpuBudget().blas_threads : 1);
+        std::optional<CoreLease> cores;
+        if (!c) cores.emplace(view.has(trait::Blas) ? cpuBudget().blas_threads : 1);
         fn(ctx);
       } catch (const InputError&) {
         throw;

@@ -164,6 +164,11 @@ class Verifier {
     }
     if (g->positionOf(p.rank) < 0)
       report(opPtr(op) + "/attrs/ring_id", "rank " + std::to_string(p.rank) + " is not a member of ring " + std::to_string(*ring));
+    // A compute op that communicates: its own rule checks its shapes (and its ring attributes).
+    if (c.kind == CollectiveKind::KernelAllReduce) {
+      if (opts_.shapes) checkShapes(op);
+      return;
+    }
     // Rules replay relies on (runtime/rank_executor.cpp): a known reduction, a root inside the ring.
     if (c.kind == CollectiveKind::AllReduce && (int(c.reduce) < 0 || int(c.reduce) > 4))
       report(opPtr(op) + "/attrs/reduce_type", "reduce_type " + std::to_string(int(c.reduce)) + " is not one of 0..4 (SUM, MAX, MIN, PROD, AVG)");

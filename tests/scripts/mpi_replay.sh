@@ -16,7 +16,9 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
 # resnet_block_dp2: conv/batch_norm/pool kernels and c_reduce_sum (gathered to the root over MPI).
-for spec in "2 hand_tp2_legacy.json" "2 hand_tp2_fused.json" "4 collectives_tp4.json" "2 resnet_block_dp2.sptxt"; do
+# vocab_parallel_tp2(_pir): c_softmax_with_cross_entropy's kernel all-reduces over the MPI ring.
+for spec in "2 hand_tp2_legacy.json" "2 hand_tp2_fused.json" "4 collectives_tp4.json" "2 resnet_block_dp2.sptxt" \
+            "2 vocab_parallel_tp2.sptxt" "2 vocab_parallel_tp2_pir.sptxt"; do
   set -- $spec; n=$1 file=$2 job=${2%.*}
   "$SP_OPT" replay "$JOBS/$file" --dump "$tmp/$job.local" > "$tmp/$job.local.txt" || bad "local replay of $job"
   timeout 120 mpirun -n "$n" --oversubscribe "$SP_OPT" replay "$JOBS/$file" --backend mpi --dump "$tmp/$job.mpi" \

@@ -72,6 +72,16 @@ struct OpRunner {
     fn(ctx);
     return *this;
   }
+  // With a ring (a KernelAllReduce op), from a rank's thread: no Catch assertion here (Catch is not
+  // thread-safe); the kernel's error propagates.
+  OpRunner& runOn(spopt::rt::KernelRing& ring, int64_t rank, uint64_t seed = 7) {
+    auto fn = spopt::rt::findKernel(op.type);
+    if (!fn) throw std::logic_error("no kernel for " + std::string(op.type));
+    spopt::OpView view(op);
+    spopt::rt::KernelContext ctx{view, rank, seed, io, &ring};
+    fn(ctx);
+    return *this;
+  }
   Tensor& result(std::string_view slot, size_t i = 0) { return io.outs.find(slot)->second.at(i); }
 
  private:

@@ -93,6 +93,7 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "matmul", "matmul_grad", "elementwise_div", "elementwise_div_grad", "unsqueeze2", "c_sync_calc_stream",
       "c_sync_comm_stream", "coalesce_tensor", "create_py_reader", "create_double_buffer_reader", "lookup_table_v2",
       "lookup_table_v2_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "adam",
+      "adamw", "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad",
       // the Llama layer and its masks and shape ops (kernels_llama.cpp, kernels_index.cpp)
       "rms_norm", "rms_norm_grad", "silu", "silu_grad", "swiglu", "swiglu_grad", "fused_rotary_position_embedding",
       "fused_rotary_position_embedding_grad", "tril_triu", "where", "where_grad", "fill_any_like", "squeeze2", "squeeze2_grad",

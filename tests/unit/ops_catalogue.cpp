@@ -7,11 +7,15 @@
 #include <set>
 
 #include "analysis/collectives.h"
+#include "analysis/comm_stats.h"
+#include "analysis/cost_model.h"
 #include "io/loader.h"
 #include "ops/op_builder.h"
 #include "ops/op_verify.h"
 #include "ops/op_view.h"
 #include "runtime/kernels/kernels.h"
+#include "test_files.h"
+#include "verify/verifier.h"
 
 using namespace spopt;
 
@@ -132,4 +136,65 @@ TEST_CASE("the builder writes the program's dialect", "[ops][builder]") {
   CHECK(again->type == r->type);
   CHECK(again->in("in0") == full);
   CHECK(again->id != r->id);
+}
+
+namespace {
+std::string vocabJob(const char* file) { return spopt::test::readFileBytes(std::string(SPOPT_SOURCE_DIR) + "/testdata/jobs/" + file); }
+
+// The text with the first occurrence of `from` (at or after `after`) replaced by `to`.
+std::string edited(std::string text, const std::string& after, const std::string& from, const std::string& to) {
+  size_t at = text.find(from, text.find(after));
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// Every diagnostic of the verifier, one line each.
+std::string problems(const std::string& text) {
+  std::string out;
+  for (const Diagnostic& d : verifyJob(*loadJobFromText(text, "vp.sptxt"))) out += d.line() + "\n";
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the vocab-parallel ops and adamw have both spellings; the vocab-parallel loss takes part in its ring", "[ops]") {
+  CHECK(resolveOp("adamw").def == resolveOp("pd_op.adamw_").def);
+  CHECK(resolveOp("pd_op.adamw_").spelling->inplace);
+  CHECK(resolveOp("c_embedding").def == resolveOp("pd_op.c_embedding").def);
+  CHECK(resolveOp("c_softmax_with_cross_entropy_grad").def == resolveOp("pd_op.c_softmax_with_cross_entropy_grad_").def);
+  for (const char* file : {"vocab_parallel_tp2.sptxt", "vocab_parallel_tp2_pir.sptxt"}) {
+    CAPTURE(file);
+    auto job = loadJobFromText(vocabJob(file), file);
+    CHECK(problems(vocabJob(file)).empty());
+    // Ring 0 of each rank: the forward all-reduce, the loss, the backward all-reduce (its grad is local).
+    auto rings = collectivesByRing(*job->programs[0]);
+    REQUIRE(rings[0].size() == 3);
+    auto c = asCollective(*rings[0][1]);
+    REQUIRE(c);
+    CHECK(c->kind == CollectiveKind::KernelAllReduce);
+    CHECK(c->ring_id == 0);
+    // It moves three doubles per row of its [2,3,4] logits, and computes (unlike a collective).
+    CHECK(collectiveBytes(*rings[0][1], *c, *job, false) == 6 * 3 * 8);
+    CHECK(opFlops(*rings[0][1]) > 0);
+    CHECK_FALSE(asCollective(*rings[0][1]->block->ops.begin()));  // c_embedding does not communicate
+  }
+}
+
+TEST_CASE("the verifier checks the vocab-parallel ops' ring attributes and shapes, and adamw's, naming the JSON path", "[ops][verify]") {
+  const std::string legacy = vocabJob("vocab_parallel_tp2.sptxt"), pir = vocabJob("vocab_parallel_tp2_pir.sptxt");
+  CHECK(problems(edited(legacy, "rank 0 fetch", "rank=0, nranks=2", "rank=0, nranks=4"))
+            .find("vp.sptxt: /programs/0/blocks/0/ops/3/attrs/nranks: c_softmax_with_cross_entropy: nranks 4 differs from ring 0's size 2") == 0);
+  CHECK(problems(edited(legacy, "rank 1 fetch", "rank=1, nranks=2", "rank=0, nranks=2"))
+            .find("vp.sptxt: /programs/1/blocks/0/ops/3/attrs/rank: c_softmax_with_cross_entropy: rank 0 differs from rank 1's position 1 in ring 0") == 0);
+  CHECK(problems(edited(legacy, "rank 0 fetch", "var emb_part : float32[2,3,4]", "var emb_part : float32[2,3,5]"))
+            .find("/programs/0/blocks/0/ops/0/outputs/Out/0: c_embedding: Out [2,3,5] should be [2,3,4]") != std::string::npos);
+  CHECK(problems(edited(pir, "rank 0 fetch", "var emb_part : float32[2,3,4]", "var emb_part : float32[2,3,5]"))
+            .find("/programs/0/blocks/0/ops/0/outputs/out0/0: pd_op.c_embedding: Out [2,3,5] should be [2,3,4]") != std::string::npos);
+  CHECK(problems(edited(legacy, "rank 0 fetch", "start_index=0", "start_index=-4"))
+            .find("/programs/0/blocks/0/ops/0/attrs/start_index: c_embedding: start_index -4 should be >= 0") != std::string::npos);
+  CHECK(problems(edited(pir, "rank 0 fetch", "var head_w_m1 : float32[4,4]", "var head_w_m1 : float32[4,3]"))
+            .find("/inputs/in3/0: pd_op.adamw_: Moment1 [4,3] should be [4,4]") != std::string::npos);
+  // Rank 1 issues a plain all-reduce where rank 0 runs the vocab-parallel loss: ring 0 diverges.
+  std::string swapped = edited(legacy, "rank 1 fetch", "{Softmax=[softmax], Loss=[tok_loss]} = c_softmax_with_cross_entropy(Logits=[logits], Label=[label]) {ring_id=0, rank=1, nranks=2, ignore_index=-100, op_role=0}",
+                               "{Out=[logits]} = c_allreduce_sum(X=[logits]) {ring_id=0, op_role=0}");
+  CHECK(problems(swapped).find("ring 0 collective #1 differs: rank 0 issues c_softmax_with_cross_entropy float32[2,3,4]") != std::string::npos);
 }

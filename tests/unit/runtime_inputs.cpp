@@ -191,3 +191,30 @@ TEST_CASE("a view over a list of vars passes each its own domain, once", "[runti
   CHECK(valueDomain(*b.lookup("a2")).index_bound == 8);  // no reader bounds it
   CHECK(valueDomain(*b.lookup("a149")).index_bound == 8);
 }
+
+TEST_CASE("a vocab shard's ids and labels range over the global vocab its ops name", "[runtime][inputs]") {
+  // Two ranks' halves of an 8-id table, a c_embedding and its grad reading the ids, the
+  // vocab-parallel loss reading the labels; vocab_size written or not.
+  auto job = [](const char* vocab_size) {
+    std::string text = R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[{"ring_id":0,"ranks":[0]}],
+      "programs":[{"rank":0,"blocks":[{"idx":0,"parent_idx":-1,"vars":[
+      {"name":"ids","shape":[4096],"dtype":"int64"},{"name":"w","shape":[4,2],"dtype":"float32"},
+      {"name":"e","shape":[4096,2],"dtype":"float32"},{"name":"dw","shape":[4,2],"dtype":"float32"},
+      {"name":"labels","shape":[4096,1],"dtype":"int64"},{"name":"logits","shape":[4096,3],"dtype":"float32"},
+      {"name":"sm","shape":[4096,3],"dtype":"float32"},{"name":"loss","shape":[4096,1],"dtype":"float32"}],
+    "ops":[
+      {"type":"c_embedding","inputs":{"W":["w"],"Ids":["ids"]},"outputs":{"Out":["e"]},"attrs":{"start_index":4)" +
+                       std::string(vocab_size) + R"(}},
+      {"type":"c_embedding_grad","inputs":{"W":["w"],"Ids":["ids"],"Out@GRAD":["e"]},"outputs":{"W@GRAD":["dw"]},"attrs":{"start_index":4}},
+      {"type":"c_softmax_with_cross_entropy","inputs":{"Logits":["logits"],"Label":["labels"]},
+       "outputs":{"Softmax":["sm"],"Loss":["loss"]},"attrs":{"ring_id":0,"rank":0,"nranks":5}}]}]}]})";
+    return loadJobFromText(text, "t.json");
+  };
+  auto with = job(R"(,"vocab_size":8)"), without = job("");
+  auto bound = [](const Job& j, std::string_view var) { return valueDomain(*j.programs[0]->blocks[0]->lookup(var)).index_bound; };
+  CHECK(bound(*with, "ids") == 8);      // c_embedding's vocab_size outranks its grad's shard rows
+  CHECK(bound(*without, "ids") == 4);   // nobody says the vocab: the shard's rows
+  CHECK(bound(*with, "labels") == 15);  // 3 classes x nranks 5
+  Tensor t = fillInput(*with->programs[0]->blocks[0]->lookup("ids"), 0, 3);
+  CHECK(*std::max_element(t.data<int64_t>(), t.data<int64_t>() + t.numel()) == 7);
+}

@@ -21,6 +21,7 @@ static const KernelTable& table() {
     registerBatchNormKernels(k);
     registerVisionTrainKernels(k);
     registerLanguageTrainKernels(k);
+    registerVocabParallelKernels(k);
     registerLlamaKernels(k);
     registerIndexKernels(k);
     registerSliceKernels(k);

@@ -1,14 +1,15 @@
 #pragma once
 // CPU kernels for the compute and scheduling ops of ../shared/design/ops.md (not collectives: the
-// executor runs those through a Communicator). A kernel reads its inputs and fills outputs that
+// executor runs those through a Communicator; a KernelAllReduce op's kernel gets its ring). A kernel reads its inputs and fills outputs that
 // the executor has already allocated with each output var's declared dtype and shape.
 //
 // Families: matmul.cpp (cblas), elementwise.cpp (+ broadcast.h), activation.cpp (gelu, relu,
 // scale, softmax), norm.cpp, shape.cpp (+ permute.h), reduce.cpp, dropout.cpp, misc.cpp, conv.cpp
 // (conv2d, pool2d), batch_norm.cpp, train_vision.cpp (mul, top_k_v2, accuracy, momentum),
-// train_language.cpp (embedding, cross-entropy, adam), llama.cpp (rms_norm, silu, swiglu, rotary
-// embedding), index.cpp (tril/triu, where, full_like, gather_nd), slice.cpp (squeeze2, slice, stack,
-// expand_v2); the registry is kernels.cpp. Every kernel is deterministic (fixed summation order, reductions in
+// train_language.cpp (embedding, cross-entropy, adam, adamw), vocab_parallel.cpp (c_embedding,
+// c_softmax_with_cross_entropy), llama.cpp (rms_norm, silu, swiglu, rotary embedding), index.cpp
+// (tril/triu, where, full_like, gather_nd), slice.cpp (squeeze2, slice, stack, expand_v2); the
+// registry is kernels.cpp. Every kernel is deterministic (fixed summation order, reductions in
 // double) and thread-safe; float32 gelu/softmax use fast_math.h, float64 uses libm.
 #include <cstdint>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/collective_kind.h"
 #include "ir/ir.h"
 #include "ops/op_view.h"
 #include "runtime/tensor.h"
@@ -33,11 +35,24 @@ class KernelIO {
   virtual size_t outputCount(std::string_view slot) const = 0;
 };
 
+// The ring of an op whose catalogue definition's collective kind is KernelAllReduce: its kernel
+// all-reduces small buffers over it. The members issue the same calls in the same order, paired
+// like any collective (a mismatch or a missing member is the communicator's error, never a hang).
+class KernelRing {
+ public:
+  virtual ~KernelRing() = default;
+  virtual int64_t size() const = 0;      // members
+  virtual int64_t position() const = 0;  // this rank's index in the ring's group
+  // buf = the reduction of every member's buf, in group order (the same bits on every backend).
+  virtual void allReduce(Tensor& buf, ReduceOp op) = 0;
+};
+
 struct KernelContext {
   const OpView& op;  // type, and slots and attrs by their canonical (legacy) names in any dialect
   int64_t rank;     // global rank running the op (dropout masks depend on it)
   uint64_t seed;    // the replay seed
   KernelIO& io;
+  KernelRing* ring = nullptr;  // set for a KernelAllReduce op only
 };
 
 // Bad shapes or attributes for an op: the executor turns it into exit 2 naming op, rank, block, index.

@@ -1,5 +1,6 @@
 // The kernels of a language-model training step beyond the compute ops: lookup_table_v2 and its
-// gradient, softmax_with_cross_entropy (hard labels) and its gradient, and the Adam update.
+// gradient, softmax_with_cross_entropy (hard labels) and its gradient, and the Adam and AdamW
+// updates (one kernel body: AdamW is Adam after a decoupled weight decay).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -8,33 +9,10 @@
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/softmax_row.h"
+#include "runtime/kernels/train_language.h"
 
 namespace spopt::rt {
 namespace {
-
-// Paddle's "no padding row".
-constexpr int64_t kNoPadding = -1;
-
-int64_t idAt(const Tensor& ids, int64_t i) { return ids.storage() == Storage::I64 ? ids.data<int64_t>()[i] : int64_t(ids.valueAt(i)); }
-
-void requireIds(const KernelContext& c, std::string_view name, const Tensor& ids) {
-  if (ids.storage() != Storage::I64) kernelFail(c, std::string(name) + " is " + std::string(dtypeName(ids.dtype())) + ", not an integer type");
-}
-
-struct Table {
-  int64_t rows, width;
-};
-
-Table tableOf(const KernelContext& c, const Tensor& w) {
-  if (w.shape().size() != 2) kernelFail(c, "W " + shapeStr(w.shape()) + " should be 2-D [rows, width]");
-  return {w.shape()[0], w.shape()[1]};
-}
-
-std::vector<int64_t> lookupShape(const Tensor& ids, const Table& t) {
-  std::vector<int64_t> s = ids.shape();
-  s.push_back(t.width);
-  return s;
-}
 
 // The id at position i, checked against the table: kNoPadding-aware callers skip padding rows.
 int64_t checkedId(const KernelContext& c, const Tensor& ids, int64_t i, const Table& t) {
@@ -109,20 +87,6 @@ void embeddingGrad(KernelContext& c) {
       for (int64_t j = 0; j < t.width; ++j) out[j] = T(acc[size_t(j)]);
     }
   });
-}
-
-// Logits viewed as [outer, classes, inner] around the class axis.
-struct ClassView {
-  int64_t outer, classes, inner;
-  std::vector<int64_t> reduced;  // Logits' shape with the class axis 1 (Label's and Loss's)
-};
-
-ClassView classView(const KernelContext& c, const std::vector<int64_t>& shape) {
-  if (shape.empty()) kernelFail(c, "Logits must have at least one dim");
-  size_t axis = size_t(normaliseAxis(c, intAttr(c, "axis", -1), shape.size(), "axis"));
-  ClassView v{product(shape, 0, axis), shape[axis], product(shape, axis + 1), shape};
-  v.reduced[axis] = 1;
-  return v;
 }
 
 void requireHardLabels(const KernelContext& c) {
@@ -229,7 +193,14 @@ const Tensor& requireOne(const KernelContext& c, std::string_view slot) {
 //   p' = p - lr_t * m1' / (sqrt(m2') + eps * sqrt(1 - beta2_pow))
 //   beta1_pow' = beta1 * beta1_pow, beta2_pow' likewise (kept when use_global_beta_pow)
 // A true SkipUpdate copies every state through unchanged.
-void adam(KernelContext& c) {
+// AdamW (Paddle's adamw kernel) first decays the parameter, p *= 1 - lr x lr_ratio x coeff, and
+// runs the update above with lr x lr_ratio; coeff counts only with with_decay. Adam is lr_ratio 1,
+// coeff 0 (the decay step is then skipped, so its bits are Adam's own).
+struct Decay {
+  double lr_ratio = 1, coeff = 0;
+};
+
+void adamUpdate(KernelContext& c, Decay decay) {
   const Tensor& param = requireInput(c, "Param");
   const Tensor& grad = requireInput(c, "Grad");
   const Tensor& m1 = requireInput(c, "Moment1");
@@ -281,6 +252,9 @@ void adam(KernelContext& c) {
     const T b1 = T(beta1), b2 = T(beta2), e = T(eps);
     const T pow1 = T(scalarAt(b1p)), pow2 = T(scalarAt(b2p));
     T rate = T(scalarAt(lr));
+    if (decay.lr_ratio != 1) rate *= T(decay.lr_ratio);
+    const bool decays = decay.coeff != 0;
+    const T keep = T(1) - rate * T(decay.coeff);
     rate *= std::sqrt(T(1) - pow2) / (T(1) - pow1);
     const T eps_hat = e * std::sqrt(T(1) - pow2);
     for (int64_t i = 0; i < n; ++i) {
@@ -288,11 +262,20 @@ void adam(KernelContext& c) {
       T mom2 = b2 * b[i] + (T(1) - b2) * g[i] * g[i];
       ao[i] = mom1;
       bo[i] = mom2;
-      po[i] = p[i] - rate * (mom1 / (std::sqrt(mom2) + eps_hat));
+      T pi = decays ? p[i] * keep : p[i];
+      po[i] = pi - rate * (mom1 / (std::sqrt(mom2) + eps_hat));
     }
   });
   setPow(b1p_out, b1p, beta1);
   setPow(b2p_out, b2p, beta2);
+}
+
+void adam(KernelContext& c) { adamUpdate(c, {}); }
+
+void adamw(KernelContext& c) {
+  Decay d{floatAttr(c, "lr_ratio", 1.0), boolAttr(c, "with_decay", false) ? floatAttr(c, "coeff", 0.01) : 0.0};
+  if (!std::isfinite(d.lr_ratio) || !std::isfinite(d.coeff)) kernelFail(c, "lr_ratio and coeff must be finite");
+  adamUpdate(c, d);
 }
 
 }  // namespace
@@ -303,6 +286,7 @@ void registerLanguageTrainKernels(KernelTable& t) {
   t.add("cross_entropy_with_softmax", softmaxCrossEntropy);
   t.add("cross_entropy_with_softmax_grad", softmaxCrossEntropyGrad);
   t.add("adam", adam);
+  t.add("adamw", adamw);
 }
 
 }  // namespace spopt::rt

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -166,6 +167,28 @@ void upload(const Tensor& h, DevTensor& d, cudaStream_t s) {
   if (h.bytes()) cudaCheck(cudaMemcpyAsync(d.buf.get(), h.raw(), h.bytes(), cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
 }
 
+// A KernelAllReduce op's ring for its host kernel: each call moves the small buffer up, all-reduces
+// it with the rank's device communicator on the op's stream and brings it back.
+class DeviceRing : public KernelRing {
+ public:
+  DeviceRing(DeviceComm& comm, int64_t ring, const ProcessGroup& g, int64_t rank, const OpDesc& d, cudaStream_t s)
+      : comm_(comm), ring_(ring), size_(int64_t(g.ranks.size())), position_(g.positionOf(rank)), d_(d), s_(s) {}
+  int64_t size() const override { return size_; }
+  int64_t position() const override { return position_; }
+  void allReduce(Tensor& buf, ReduceOp op) override {
+    DevTensor x = allocDevice(buf.dtype(), buf.shape(), s_, s_), y = allocDevice(buf.dtype(), buf.shape(), s_, s_);
+    upload(buf, x, s_);
+    comm_.allReduce(ring_, x, y, op, d_, s_);
+    buf = toHost(y, s_);  // synchronises the stream: x and y are done with
+  }
+
+ private:
+  DeviceComm& comm_;
+  int64_t ring_, size_, position_;
+  const OpDesc& d_;
+  cudaStream_t s_;
+};
+
 std::vector<std::string> eventsToWait(const Op& op) {
   std::vector<std::string> names;
   if (!op.hasDistAttr()) return names;
@@ -282,7 +305,8 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
     TraceEvent ev{std::string(op.type), false, int64_t(index)};
     ev.stream = streams.name(si);
     cudaEvent_t start = o.trace ? streams.record(si, true) : nullptr;
-    if (auto c = asCollective(op)) {
+    auto c = asCollective(op);
+    if (c && c->kind != CollectiveKind::KernelAllReduce) {
       ev.collective = true;
       ev.ring = c->ring_id;
       Var* in = op.in(c->in_slot);
@@ -318,6 +342,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
           else comm.reduce(c->ring_id, x, *y, root, d, s);
           break;
         }
+        case CollectiveKind::KernelAllReduce: break;  // runs its kernel below
       }
     } else if (OpView source(op); source.has(trait::Source)) {
       // pd_op.data, builtin.parameter: the program's inputs, fed as every input is.
@@ -325,8 +350,18 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
     } else {
       OpView view(op);
       KernelContext host{view, p.rank, o.seed, no_tensors};
+      // A kernel that communicates runs on the host with the op's ring (docs/ops.md).
+      std::optional<DeviceRing> ring;
+      OpDesc d{std::string(op.type), p.rank, b.idx, int64_t(index), file, opAt(p, b, index)};
+      if (c) {
+        const ProcessGroup* g = p.job->group(c->ring_id);
+        if (!g || g->positionOf(p.rank) < 0) fail("rank " + std::to_string(p.rank) + " is not a member of ring " + std::to_string(c->ring_id));
+        ring.emplace(comm, c->ring_id, *g, p.rank, d, s);
+        ev.collective = true;
+        ev.ring = c->ring_id;
+      }
       try {
-        DeviceKernelFn dfn = findDeviceKernel(op.type);
+        DeviceKernelFn dfn = c ? nullptr : findDeviceKernel(op.type);
         bool done = false;
         if (dfn) {
           OpDevIO io(view, values, outs);
@@ -342,7 +377,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
             if (!t.empty() && !io.ins.count(&v)) io.ins.emplace(&v, toHost(t, s));
           });
           for (const auto& [v, t] : outs) io.outs.emplace(v, Tensor(t.dtype, t.shape));
-          KernelContext hc{view, p.rank, o.seed, io};
+          KernelContext hc{view, p.rank, o.seed, io, ring ? &*ring : nullptr};
           fn(hc);
           for (auto& [v, t] : outs) upload(io.outs.at(v), t, s);
           cudaCheck(cudaStreamSynchronize(s), "cudaStreamSynchronize");  // the host copies die here
