@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 
 #include "backends.h"
 #include "command.h"
@@ -13,6 +15,7 @@
 #include "job_checks.h"
 #include "load_job.h"
 #include "runtime/executor.h"
+#include "runtime/half.h"
 #include "runtime/report.h"
 #include "runtime/serial_check.h"
 
@@ -22,7 +25,8 @@ namespace {
 struct Options {
   std::string before, after, backend = "local", backend_after, inputs;
   uint64_t seed = 0;
-  double rtol = 1e-5, atol = 1e-6, timeout_s = 60;
+  std::optional<double> rtol, atol;  // unset: rt::defaultTolerance by the var's dtype
+  double timeout_s = 60;
   std::string link, memory_limit;
   bool single_stream = false;
   int64_t dynamic_dim = 1;
@@ -88,7 +92,7 @@ int checkSerial(const Options& o, rt::Backend& backend, const Job& serial, const
   std::string summary = "loss " + fmt("%.9g", c.loss_dist) + " (serial " + fmt("%.9g", c.loss_serial) + "; " + o.loss_reduce +
                         " over " + std::to_string(c.loss_shards) + " input shard" + (c.loss_shards == 1 ? "" : "s") + "), " +
                         std::to_string(c.parameters) + " parameters gathered from " + std::to_string(ranks.size()) +
-                        " ranks, rtol " + fmt("%g", o.rtol) + " atol " + fmt("%g", o.atol) + ", largest rel " +
+                        " ranks, rtol " + fmt("%g", tol.rtol) + " atol " + fmt("%g", tol.atol) + ", largest rel " +
                         fmt("%.3g", worst_rel) + " abs " + fmt("%.3g", worst_abs);
   if (bad == 0) {
     std::cout << "check --serial: ok: " << summary << "\n";
@@ -132,14 +136,28 @@ int runCheck(const Options& o) {
     eo.single_stream = o.single_stream;
     eo.timeout = timeout;
     configureThreads(*backend, ranks);
-    rt::Tolerance tol{o.rtol, o.atol};
+    auto toleranceFor = [&](DType t) {
+      rt::Tolerance tol = rt::defaultTolerance(t);
+      if (o.rtol) tol.rtol = *o.rtol;
+      if (o.atol) tol.atol = *o.atol;
+      return tol;
+    };
+    const rt::Tolerance tol = toleranceFor(DType::Float32);
+    std::mutex half_mu;
+    std::set<DType> half_defaults;  // half dtypes compared under their own default tolerance
     if (o.serial) return checkSerial(o, *backend, *before, *after, ranks, eo, tol);
 
     auto compare = [&](const rt::RankRun& b, const rt::RankRun& a) {
       nlohmann::ordered_json rows = nlohmann::ordered_json::array();
       for (const auto& [name, tb] : b.kept)
         for (const auto& [name_a, ta] : a.kept)
-          if (name_a == name) rows.push_back(rt::compareTensors(name, tb, ta, tol));
+          if (name_a == name) {
+            rows.push_back(rt::compareTensors(name, tb, ta, toleranceFor(tb.dtype())));
+            if (rt::isHalfDType(tb.dtype()) && !o.rtol) {
+              std::lock_guard lk(half_mu);
+              half_defaults.insert(tb.dtype());
+            }
+          }
       return rows.dump();
     };
     std::map<int64_t, std::string> results;
@@ -194,8 +212,9 @@ int runCheck(const Options& o) {
       }
     }
     std::string summary = std::to_string(compared) + " vars on " + std::to_string(ranks.size()) + " ranks, rtol " +
-                          fmt("%g", o.rtol) + " atol " + fmt("%g", o.atol) + ", largest rel " + fmt("%.3g", worst_rel) +
-                          " abs " + fmt("%.3g", worst_abs);
+                          fmt("%g", tol.rtol) + " atol " + fmt("%g", tol.atol);
+    for (DType t : half_defaults) summary += " (" + std::string(dtypeName(t)) + " rtol " + fmt("%g", toleranceFor(t).rtol) + ")";
+    summary += ", largest rel " + fmt("%.3g", worst_rel) + " abs " + fmt("%.3g", worst_abs);
     if (compared == 0) {  // a check that compared nothing proves nothing
       writeStdout("check: FAILED: " + summary + ": no var is fetched or persistable in both jobs by the same name\n");
       return backend->agreeOnExit(kExitDiffers);
@@ -222,8 +241,8 @@ const Registrar reg{{"check", "Replay a job and its rewrite on the same inputs a
                                       "Replay AFTER on this backend instead (e.g. check JOB JOB --backend local --backend-after nccl)");
                        sub.add_option("--seed", o->seed, "Seed of the generated inputs")->capture_default_str();
                        sub.add_option("--inputs", o->inputs, "Folder of VAR.npy files replacing generated inputs");
-                       sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before||")->capture_default_str();
-                       sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars)")->capture_default_str();
+                       sub.add_option("--rtol", o->rtol, "Tolerance on ||after-before|| / ||before|| (default 1e-5; float16 2^-9, bfloat16 2^-6)");
+                       sub.add_option("--atol", o->atol, "Tolerance on max |after-before| (for near-zero vars; default 1e-6)");
                        sub.add_flag("--serial", o->serial,
                                     "BEFORE is the serial job (one rank), AFTER its distributed form: compare the loss and every "
                                     "parameter after the step, AFTER's shards gathered by dist_attr");

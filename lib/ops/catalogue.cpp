@@ -30,6 +30,7 @@ const Catalogue& catalogue() {
     ops::addTrainOps(defs);
     ops::addCollectiveOps(defs);
     ops::addVisionOps(defs);
+    ops::addAmpOps(defs);
     ops::addLlamaOps(defs);
     ops::addIndexOps(defs);
     Catalogue cat;
@@ -58,6 +59,7 @@ bool attrReadsAs(std::string_view raw, AttrKind kind) {
     case AttrKind::Bool: return rawToBoolLenient(raw).has_value();
     case AttrKind::String: return rawToString(raw).has_value();
     case AttrKind::Ints: return rawToIntsLenient(raw).has_value();
+    case AttrKind::DType: return dtypeFromAttr(raw).has_value();
   }
   return false;
 }
@@ -69,6 +71,7 @@ const char* attrKindName(AttrKind k) {
     case AttrKind::Bool: return "a boolean";
     case AttrKind::String: return "a string";
     case AttrKind::Ints: return "a list of integers";
+    case AttrKind::DType: return "a dtype (a Paddle dtype code or a name)";
   }
   return "?";
 }

@@ -207,6 +207,11 @@ void addMathOps(std::vector<OpDef>& d) {
             flopsElementwiseGrad<2>);
   // divide_grad reads Out and only X's shape: dX = dOut / Y, dY = -dOut * Out / Y.
   d.back().inputs = {{"X", {}, 0, true, false}, {"Y", {}, 1, true}, {"Out", {}, 2, true}, {"Out@GRAD", {}, 3, true}};
+  // Their gradients read X and Y to see which operand won each element (gradient clipping's max).
+  addBinary(d, "maximum", "elementwise_max", "pd_op.maximum", "maximum_grad", "elementwise_max_grad", "pd_op.maximum_grad", true,
+            flopsElementwiseGrad<1>);
+  addBinary(d, "minimum", "elementwise_min", "pd_op.minimum", "minimum_grad", "elementwise_min_grad", "pd_op.minimum_grad", true,
+            flopsElementwiseGrad<1>);
 
   d.push_back({.name = "gelu", .spellings = {legacyName("gelu"), pirName("pd_op.gelu")}, .inputs = xIn(), .outputs = out0(),
                .attrs = {{"approximate", AttrKind::Bool}}, .traits = kPointwise, .rule = ruleUnary, .cost = {8, "Out"},

@@ -47,16 +47,18 @@ bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_
   if (!a || dialect_ != Dialect::Pir || a->pir_operand < 0) return false;
   OpBuilder b(block_);
   const OpDef& def = opDef(ints ? "full_int_array" : "full");
+  // A Bool operand (update_loss_scaling_'s stop_update) is a bool pd_op.full holding 0 or 1.
+  const bool boolean = !ints && a->kind == AttrKind::Bool;
+  const bool integral = ints || a->kind == AttrKind::Int || boolean;
+  const DType dtype = boolean ? DType::Bool : integral ? DType::Int64 : DType::Float32;
   Var* v = b.freshVar(std::string(op_.type.substr(op_.type.find('.') + 1)) + "." + std::string(canonical),
-                      ints ? std::vector<int64_t>{int64_t(ints->size())} : std::vector<int64_t>{1},
-                      ints || a->kind == AttrKind::Int ? DType::Int64 : DType::Float32);
+                      ints ? std::vector<int64_t>{int64_t(ints->size())} : std::vector<int64_t>{1}, dtype);
   NewOp c = b.create(def);
   c.output("Out", {v});
-  bool integral = ints || a->kind == AttrKind::Int;
   if (ints) c.op_.attrs.setIntArray(job_.arena, "value", *ints);
   else if (integral) c.op_.attrs.setInt(job_.arena, "value", int64_t(scalar));
   else c.op_.attrs.setDouble(job_.arena, "value", scalar);
-  c.op_.attrs.setString(job_.arena, "dtype", integral ? "int64" : "float32");
+  c.op_.attrs.setString(job_.arena, "dtype", dtypeName(dtype));
   c.op_.attrs.setIntArray(job_.arena, "shape", v->shape);
   constants_.push_back(std::move(c));
   std::string in = "in" + std::to_string(a->pir_operand);

@@ -28,7 +28,8 @@ namespace spopt {
 // Dialect (legacy, current, pir) is a property of a Program: ir/ir.h.
 
 // How an attribute's JSON value must read (the kernels' leniency: ir/json_text.h).
-enum class AttrKind : uint8_t { Int, Float, Bool, String, Ints };
+// DType: a Paddle dtype code (5 = float32, 22 = bfloat16) or a name ("bfloat16", PIR's DataType).
+enum class AttrKind : uint8_t { Int, Float, Bool, String, Ints, DType };
 bool attrReadsAs(std::string_view raw, AttrKind kind);
 const char* attrKindName(AttrKind k);  // "an integer", ...
 

@@ -49,6 +49,7 @@ void addMiscOps(std::vector<OpDef>& defs);
 void addTrainOps(std::vector<OpDef>& defs);
 void addCollectiveOps(std::vector<OpDef>& defs);
 void addVisionOps(std::vector<OpDef>& defs);
+void addAmpOps(std::vector<OpDef>& defs);
 void addLlamaOps(std::vector<OpDef>& defs);
 void addIndexOps(std::vector<OpDef>& defs);
 

@@ -113,6 +113,18 @@ std::optional<DType> dtypeFromPaddleCode(int64_t code) {
   }
 }
 
+std::optional<DType> dtypeFromAttr(std::string_view raw) {
+  if (rawIsString(raw)) {
+    std::optional<std::string> name = rawToString(raw);
+    if (!name) return std::nullopt;
+    std::string_view n = *name;
+    if (n.substr(0, 7) == "paddle.") n.remove_prefix(7);
+    return parseDType(n);
+  }
+  std::optional<int64_t> code = rawToIntLenient(raw);
+  return code ? dtypeFromPaddleCode(*code) : std::nullopt;
+}
+
 std::optional<ShapeDims> broadcastBatchDims(const ShapeDims& a, const ShapeDims& b) {
   size_t n = std::max(a.size(), b.size());
   ShapeDims out(n);

@@ -42,6 +42,8 @@ DTypeStorage dtypeStorage(DType t);
 
 // Paddle's proto VarType codes for the dtypes a job may declare (fill_constant's dtype attribute).
 std::optional<DType> dtypeFromPaddleCode(int64_t code);
+// A dtype attribute's raw JSON value: a Paddle code, or a name ("bfloat16", "paddle.float16").
+std::optional<DType> dtypeFromAttr(std::string_view raw);
 
 std::string dimsText(const ShapeDims& d);  // "[4,3]"
 std::string typeText(const Var& v);        // "float32[4,3]"

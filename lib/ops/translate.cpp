@@ -127,6 +127,9 @@ class PirTranslator {
         if (a->kind == AttrKind::Ints) {
           if (auto v = rawToIntsLenient(m.raw)) n.attrInts(key, *v);
           else fail(op, "attribute " + key + " is not a list of integers");
+        } else if (a->kind == AttrKind::Bool) {
+          if (auto b = rawToBoolLenient(m.raw)) n.attrInt(key, *b ? 1 : 0);
+          else fail(op, "attribute " + key + " is not a boolean");
         } else if (auto x = rawToNumber(m.raw)) {
           a->kind == AttrKind::Int ? n.attrInt(key, int64_t(*x)) : n.attrDouble(key, *x);
         } else {

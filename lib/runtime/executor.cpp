@@ -102,8 +102,13 @@ Tensor programInput(const Var& v, int64_t rank, const ExecOptions& o) {
     if (std::filesystem::is_regular_file(file, ec)) {
       Tensor t = readNpy(file.string());
       ShardLayout l = shardLayout(v, rank);
-      if (t.shape() == l.global_shape) return sliceGlobal(t, l, v.shape, v.dtype);
-      if (t.shape() == v.shape) return sliceGlobal(t, ShardLayout{v.shape, std::vector<int64_t>(v.shape.size(), 0)}, v.shape, v.dtype);
+      // A half var holds what its format represents, whatever precision the file has.
+      auto rounded = [](Tensor r) {
+        r.roundToDType();
+        return r;
+      };
+      if (t.shape() == l.global_shape) return rounded(sliceGlobal(t, l, v.shape, v.dtype));
+      if (t.shape() == v.shape) return rounded(sliceGlobal(t, ShardLayout{v.shape, std::vector<int64_t>(v.shape.size(), 0)}, v.shape, v.dtype));
       auto text = [](const std::vector<int64_t>& s) {
         std::string r = "[";
         for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
@@ -113,7 +118,9 @@ Tensor programInput(const Var& v, int64_t rank, const ExecOptions& o) {
                                               "\"'s local shape " + text(v.shape) + " nor its global shape " + text(l.global_shape));
     }
   }
-  return fillInput(v, rank, o.seed);
+  Tensor t = fillInput(v, rank, o.seed);
+  t.roundToDType();
+  return t;
 }
 
 }  // namespace spopt::rt

@@ -7,7 +7,7 @@
 
 namespace spopt::rt {
 
-// Writes `t` in its storage type (float16/bfloat16 vars are stored as float32; int32 as int64).
+// Writes `t` in its storage type (float16/bfloat16 vars are stored as float32 holding the format's values; int32 as int64).
 void writeNpy(const std::string& path, const Tensor& t);
 // Reads a file; throws InputError(path, "", message) on anything malformed or unsupported.
 // The tensor's dtype follows the file: <f4 Float32, <f8 Float64, <i8/<i4 Int64, |u1 UInt8, |b1 Bool.

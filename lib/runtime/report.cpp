@@ -108,6 +108,13 @@ std::string summaryLine(const nlohmann::ordered_json& s, size_t name_width) {
   return line;
 }
 
+Tolerance defaultTolerance(DType t) {
+  Tolerance tol;
+  if (t == DType::BFloat16) tol.rtol = 0x1.0p-6;
+  if (t == DType::Float16) tol.rtol = 0x1.0p-9;
+  return tol;
+}
+
 nlohmann::ordered_json compareTensors(const std::string& name, const Tensor& before, const Tensor& after, const Tolerance& tol) {
   nlohmann::ordered_json r;
   r["name"] = name;

@@ -31,6 +31,11 @@ struct Tolerance {
   double rtol = 1e-5;  // on the relative norm ||a-b|| / ||b||
   double atol = 1e-6;  // on the largest absolute difference
 };
+// check's default for a var of dtype `t`: the above for float32 and float64 (reduction-order
+// differences are ~1e-7); for float16 and bfloat16, whose stored values are rounded
+// (runtime/half.h), an rtol of two units in the last place (2^-9 and 2^-6: a rewrite that sums in
+// another order flips some roundings by one unit), same atol. A wrong chunk is off by O(1) in any dtype.
+Tolerance defaultTolerance(DType t);
 // Compares `after` (a) with `before` (b, the reference). A var passes when its non-finite values
 // agree position by position and either ||a-b||/||b|| <= rtol or max |a-b| <= atol.
 // {name, ok, problem, max_abs, rel, nonfinite_a, nonfinite_b, first: {index, before, after}}

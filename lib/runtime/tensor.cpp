@@ -1,5 +1,7 @@
 #include "runtime/tensor.h"
 
+#include "runtime/half.h"
+
 #include "ops/shape_math.h"
 
 #include <cstdlib>
@@ -90,6 +92,11 @@ double Tensor::valueAt(int64_t i) const {
 
 void Tensor::checkStorage(Storage s) const {
   if (s != storage()) throw std::logic_error("tensor accessed with the wrong element type");
+}
+
+void Tensor::roundToDType() {
+  if (!buf_ || !isHalfDType(dtype_)) return;
+  rt::roundToDType(dtype_, data<float>(), numel_);
 }
 
 }  // namespace spopt::rt

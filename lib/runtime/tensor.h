@@ -1,6 +1,7 @@
 #pragma once
 // A host tensor for replay. Floating dtypes compute in float32 or float64; float16 and bfloat16
-// are stored and computed as float32 for now (README says so). int32/int64 are stored as int64,
+// are stored as float32 holding only values the format represents (roundToDType, runtime/half.h;
+// the executor applies it to everything a half var stores). int32/int64 are stored as int64,
 // bool/uint8 as uint8.
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,9 @@ class Tensor {
   // Part i of a stacked tensor [k, d...]: a [d...] tensor sharing its bytes (a PIR vector's element).
   Tensor part(int64_t i) const;
   Tensor clone() const;
+  // Rounds every stored value to the dtype's format when it is float16 or bfloat16 (runtime/half.h);
+  // other dtypes and bufferless tensors are left alone.
+  void roundToDType();
 
  private:
   DType dtype_ = DType::Float32;

@@ -94,6 +94,9 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "c_sync_comm_stream", "coalesce_tensor", "create_py_reader", "create_double_buffer_reader", "lookup_table_v2",
       "lookup_table_v2_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "adam",
       "adamw", "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad",
+      // mixed precision and gradient clipping (kernels_amp.cpp)
+      "cast", "check_finite_and_unscale", "update_loss_scaling", "squared_l2_norm", "squared_l2_norm_grad", "sqrt",
+      "sqrt_grad", "clip_by_norm", "elementwise_max", "elementwise_max_grad", "elementwise_min", "elementwise_min_grad",
       // the Llama layer and its masks and shape ops (kernels_llama.cpp, kernels_index.cpp)
       "rms_norm", "rms_norm_grad", "silu", "silu_grad", "swiglu", "swiglu_grad", "fused_rotary_position_embedding",
       "fused_rotary_position_embedding_grad", "tril_triu", "where", "where_grad", "fill_any_like", "squeeze2", "squeeze2_grad",

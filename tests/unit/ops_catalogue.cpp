@@ -198,3 +198,47 @@ TEST_CASE("the verifier checks the vocab-parallel ops' ring attributes and shape
                                "{Out=[logits]} = c_allreduce_sum(X=[logits]) {ring_id=0, op_role=0}");
   CHECK(problems(swapped).find("ring 0 collective #1 differs: rank 0 issues c_softmax_with_cross_entropy float32[2,3,4]") != std::string::npos);
 }
+
+TEST_CASE("mixed precision and clipping ops: spellings, PIR operands and rules", "[ops]") {
+  CHECK(resolveOp("cast").def == resolveOp("pd_op.cast_").def);
+  CHECK(resolveOp("pd_op.cast_").spelling->inplace);
+  CHECK(resolveOp("cast").def->grad == "cast");
+  CHECK(resolveOp("elementwise_max").def == resolveOp("pd_op.maximum").def);
+  CHECK(resolveOp("elementwise_min_grad").def == resolveOp("pd_op.minimum_grad").def);
+  CHECK(resolveOp("update_loss_scaling").def == resolveOp("pd_op.update_loss_scaling_").def);
+  CHECK(resolveOp("check_finite_and_unscale").def == resolveOp("pd_op.check_finite_and_unscale_").def);
+  CHECK(rt::findKernel("pd_op.sqrt_") == rt::findKernel("sqrt"));
+  // PIR: cast's dtype is a DataType name, update_loss_scaling_'s stop_update operand in5 (a pd_op.full).
+  const char* job_text = R"({"format":"sp-opt.program","version":1,"world_size":1,
+   "programs":[{"rank":0,"blocks":[{"idx":0,"parent_idx":-1,
+    "vars":[{"name":"w","shape":[4,3],"dtype":"float32","persistable":true},{"name":"w16","shape":[4,3],"dtype":"bfloat16"},
+            {"name":"sq","shape":[2],"dtype":"float32"},{"name":"stop","shape":[1],"dtype":"bool"},
+            {"name":"found","shape":[1],"dtype":"bool"},{"name":"ls","shape":[1],"dtype":"float32"},
+            {"name":"good","shape":[1],"dtype":"int32"},{"name":"bad","shape":[1],"dtype":"int32"},{"name":"g","shape":[4,3],"dtype":"float32"}],
+    "ops":[{"type":"pd_op.cast","inputs":{"in0":["w"]},"outputs":{"out0":["w16"]},"attrs":{"dtype":"bfloat16"}},
+           {"type":"pd_op.squared_l2_norm","inputs":{"in0":["w"]},"outputs":{"out0":["sq"]},"attrs":{}},
+           {"type":"pd_op.full","inputs":{},"outputs":{"out0":["stop"]},"attrs":{"dtype":"bool","shape":[1],"value":1}},
+           {"type":"pd_op.update_loss_scaling_","inputs":{"in0":["w"],"in1":["found"],"in2":["ls"],"in3":["good"],"in4":["bad"],"in5":["stop"]},
+            "outputs":{"out0":["g"],"out1":["ls"],"out2":["good"],"out3":["bad"]},
+            "attrs":{"incr_every_n_steps":1000,"decr_every_n_nan_or_inf":2,"incr_ratio":2.0,"decr_ratio":0.5}}]}]}]})";
+  auto job = loadJobFromText(job_text, "amp.json");
+  OpView cast(nth(*job, 0));
+  CHECK_FALSE(checkOpDefinition(cast));
+  OpView uls(nth(*job, 3));
+  REQUIRE(uls.attrRaw("stop_update"));
+  CHECK(*uls.attrRaw("stop_update") == "1");  // the kernel reads 0/1 as a boolean
+  CHECK(uls.in("InBadSteps")->name == "bad");
+  CHECK_FALSE(checkOpDefinition(uls));
+  // squared_l2_norm's result holds one element; the pointer names PIR's result.
+  auto e = checkOpDefinition(OpView(nth(*job, 1)));
+  REQUIRE(e);
+  CHECK(e->where == "/outputs/out0/0");
+  CHECK(e->message == "pd_op.squared_l2_norm: Out [2] should hold one element");
+  // A dtype the Out var does not have.
+  Op& c = const_cast<Op&>(nth(*job, 0));
+  c.attrs.setRaw(job->arena, "dtype", "\"float16\"");
+  e = checkOpDefinition(OpView(c));
+  REQUIRE(e);
+  CHECK(e->where == "/attrs/dtype");
+  CHECK(e->message == "pd_op.cast: out_dtype float16 disagrees with Out's bfloat16");
+}

@@ -1,4 +1,4 @@
-// elementwise_add / elementwise_mul / elementwise_div and their gradients, with Paddle's axis broadcasting.
+// elementwise_add / mul / div / max / min and their gradients, with Paddle's axis broadcasting.
 // A gradient of a broadcast operand sums Out@GRAD over the broadcast dims; that sum accumulates in
 // double, so a float32 bias gradient over many rows does not drift with the row count.
 #include <algorithm>
@@ -10,12 +10,14 @@
 namespace spopt::rt {
 namespace {
 
-enum class Kind { Add, Mul, Div };
+enum class Kind { Add, Mul, Div, Max, Min };
 
 template <Kind K, typename T> inline T apply(T a, T b) {
   if constexpr (K == Kind::Add) return a + b;
   else if constexpr (K == Kind::Mul) return a * b;
-  else return a / b;
+  else if constexpr (K == Kind::Div) return a / b;
+  else if constexpr (K == Kind::Max) return a > b ? a : b;
+  else return a < b ? a : b;
 }
 
 template <Kind K> void forward(KernelContext& c) {
@@ -150,6 +152,40 @@ void divideGrad(KernelContext& c) {
   });
 }
 
+// maximum_grad / minimum_grad (Paddle's functors): the gradient goes to X where X wins strictly
+// (x > y for max, x < y for min) and to Y otherwise, ties included; each summed over its
+// operand's broadcast dims in double.
+template <Kind K> void compareGrad(KernelContext& c) {
+  const Tensor& x = requireInput(c, "X");
+  const Tensor& y = requireInput(c, "Y");
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor* dx = optionalOutput(c, "X@GRAD");
+  Tensor* dy = optionalOutput(c, "Y@GRAD");
+  requireSameStorage(c, "Y", y, "X", x);
+  requireSameStorage(c, "Out@GRAD", g, "X", x);
+  BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
+  requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
+  requireOperandGrads(c, x, y, dx, dy);
+  dispatchFloat(c, "X", x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const T* yp = y.data<T>();
+    const T* gp = g.data<T>();
+    auto x_wins = [](T a, T b) { return K == Kind::Max ? a > b : a < b; };
+    auto accumulate = [&](T* d, int64_t d_numel, bool self_is_x) {
+      std::vector<double> acc(size_t(d_numel), 0.0);
+      p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
+        int64_t os = self_is_x ? ox : oy, ss = self_is_x ? sx : sy;
+        for (int64_t i = 0; i < n; ++i)
+          if (x_wins(xp[ox + i * sx], yp[oy + i * sy]) == self_is_x) acc[size_t(os + i * ss)] += double(gp[oo + i]);
+      });
+      for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
+    };
+    if (dx) accumulate(dx->data<T>(), dx->numel(), true);
+    if (dy) accumulate(dy->data<T>(), dy->numel(), false);
+  });
+}
+
 }  // namespace
 
 void registerElementwiseKernels(KernelTable& t) {
@@ -159,6 +195,10 @@ void registerElementwiseKernels(KernelTable& t) {
   t.add("divide_grad", divideGrad);
   t.add("add_grad", backward<Kind::Add>);
   t.add("multiply_grad", backward<Kind::Mul>);
+  t.add("maximum", forward<Kind::Max>);
+  t.add("minimum", forward<Kind::Min>);
+  t.add("maximum_grad", compareGrad<Kind::Max>);
+  t.add("minimum_grad", compareGrad<Kind::Min>);
 }
 
 }  // namespace spopt::rt

@@ -22,6 +22,7 @@ static const KernelTable& table() {
     registerVisionTrainKernels(k);
     registerLanguageTrainKernels(k);
     registerVocabParallelKernels(k);
+    registerAmpKernels(k);
     registerLlamaKernels(k);
     registerIndexKernels(k);
     registerSliceKernels(k);
