@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "ops/op_def.h"
+
 namespace spopt {
 
 namespace {
@@ -35,6 +37,10 @@ RankReport analyzeRank(const Program& p, const HardwareModel& model) {
         continue;
       }
       double f = opFlops(op);
+      if (!resolveOp(op.type)) {
+        ++r.uncatalogued[std::string(op.type)];
+        r.uncatalogued_flops += f;
+      }
       if (f == 0) continue;
       r.flops += f;
       r.flops_by_phase[size_t(phase)] += f;

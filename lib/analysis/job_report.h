@@ -51,6 +51,10 @@ struct RankReport {
   int64_t unknown_size = 0;
   // Compute.
   double flops = 0;
+  // Ops outside the op catalogue, by type: costed as one FLOP per output element (cost_model.h),
+  // which may be far off; the report says how much of the program they are.
+  std::map<std::string, int64_t> uncatalogued;
+  double uncatalogued_flops = 0;
   std::array<double, kPhaseCount> flops_by_phase{};
   std::map<std::string, double> flops_by_layer;
   // Memory: the shared liveness's profile of the entry block (no-need-buffer slots respected,

@@ -37,6 +37,7 @@ Json phasesJson(const RankTimeline& t) {
 
 Json rankJson(const RankReport& r) {
   Json j{{"rank", r.rank}, {"ops", r.ops}, {"flops", r.flops}};
+  if (!r.uncatalogued.empty()) j["uncatalogued"] = {{"ops", r.uncatalogued}, {"flops", r.uncatalogued_flops}};
   Json fp = Json::object(), fl = Json::object();
   for (size_t p = 0; p < kPhaseCount; ++p)
     if (r.flops_by_phase[p] > 0) fp[phaseName(Phase(p))] = r.flops_by_phase[p];

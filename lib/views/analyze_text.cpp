@@ -111,6 +111,21 @@ std::string header(const JobReport& r) {
   return r.path + ": " + std::to_string(r.ranks.size()) + " rank(s), model " + r.model.name + "\n";
 }
 
+// Ops outside the catalogue: which, how many, and their share of the FLOPs as costed.
+void uncataloguedLine(std::string& out, const RankReport& rank) {
+  if (rank.uncatalogued.empty()) return;
+  int64_t count = 0;
+  std::string types;
+  for (const auto& [type, n] : rank.uncatalogued) {
+    count += n;
+    types += (types.empty() ? "" : ", ") + type + " x" + std::to_string(n);
+  }
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", rank.flops > 0 ? 100.0 * rank.uncatalogued_flops / rank.flops : 0.0);
+  out += "  not in the op catalogue, costed as one FLOP per output element: " + types + " (" + std::to_string(count) +
+         " of " + std::to_string(rank.ops) + " ops, " + share + " of the FLOPs)\n";
+}
+
 }  // namespace
 
 std::string renderAnalyzeText(const JobReport& r, const AnalyzeViewOptions& o) {
@@ -121,6 +136,7 @@ std::string renderAnalyzeText(const JobReport& r, const AnalyzeViewOptions& o) {
   commSection(out, rank);
   out += "\ncompute (rank " + std::to_string(rank.rank) + "): " + formatMetric(Metric::Flops, rank.flops) + " in " +
          std::to_string(rank.ops) + " ops\n";
+  uncataloguedLine(out, rank);
   memorySection(out, rank);
   activationSection(out, rank, o);
   if (r.ranks.size() > 1) {

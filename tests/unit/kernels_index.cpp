@@ -54,7 +54,7 @@ TEST_CASE("tril_triu, tril and triu keep one triangle of the last two dims", "[k
       }
 }
 
-TEST_CASE("where selects by Condition; where_grad routes Out@GRAD and matches finite differences", "[kernels]") {
+TEST_CASE("where selects by Condition, where_grad routes Out@GRAD and matches finite differences", "[kernels]") {
   Dims s{3, 4};
   Vec cond;
   for (int64_t i = 0; i < numel(s); ++i) cond.push_back(double((i * 5) % 3 == 0));
@@ -90,7 +90,7 @@ TEST_CASE("full_like fills Out with value in Out's dtype", "[kernels]") {
                       Catch::Contains("Out [3,2]"));
 }
 
-TEST_CASE("gather_nd picks blocks by index tuples; gather_nd_grad sums them back", "[kernels]") {
+TEST_CASE("gather_nd picks blocks by index tuples, gather_nd_grad sums them back", "[kernels]") {
   Dims xs{3, 4, 2};
   // k = 2: four (i, j) tuples, one repeated, each naming a block of 2.
   Vec idx{0, 1, 2, 3, 0, 1, 1, 0};
@@ -115,7 +115,7 @@ TEST_CASE("gather_nd picks blocks by index tuples; gather_nd_grad sums them back
                       Catch::Contains("Index holds 3 for dim 0"));
 }
 
-TEST_CASE("squeeze2 drops size-1 dims; squeeze2_grad restores XShape's dims", "[kernels]") {
+TEST_CASE("squeeze2 drops size-1 dims, squeeze2_grad restores XShape's dims", "[kernels]") {
   struct Case {
     Dims x, axes, out;
   };
@@ -134,7 +134,7 @@ TEST_CASE("squeeze2 drops size-1 dims; squeeze2_grad restores XShape's dims", "[
                       Catch::Contains("axis 2 is out of range"));
 }
 
-TEST_CASE("slice takes the box of starts/ends (clamped, negative from the end); slice_grad scatters it back", "[kernels]") {
+TEST_CASE("slice takes the box of starts/ends (clamped, negative from the end), slice_grad scatters it back", "[kernels]") {
   struct Case {
     Dims x, axes, starts, ends, decrease, out;
   };
@@ -172,7 +172,7 @@ TEST_CASE("slice takes the box of starts/ends (clamped, negative from the end); 
   }
 }
 
-TEST_CASE("stack joins parts along a new axis; stack_grad splits Y@GRAD back", "[kernels]") {
+TEST_CASE("stack joins parts along a new axis, stack_grad splits Y@GRAD back", "[kernels]") {
   Dims part{2, 3};
   for (int axis : {0, 1, -1}) {
     CAPTURE(axis);
@@ -200,7 +200,7 @@ TEST_CASE("stack joins parts along a new axis; stack_grad splits Y@GRAD back", "
   }
 }
 
-TEST_CASE("expand_v2 repeats size-1 and new leading dims; expand_v2_grad sums them back", "[kernels]") {
+TEST_CASE("expand_v2 repeats size-1 and new leading dims, expand_v2_grad sums them back", "[kernels]") {
   struct Case {
     Dims x, shape, out;
   };

@@ -101,7 +101,7 @@ std::unique_ptr<OpRunner> shardCE(DType t, const Dims& lead, int64_t cols, const
 
 }  // namespace
 
-TEST_CASE("c_embedding shards summed over the ring are lookup_table_v2 on the whole table; their grads its rows", "[kernels]") {
+TEST_CASE("c_embedding shards summed over the ring are lookup_table_v2 on the whole table, their grads its rows", "[kernels]") {
   const int64_t width = 3, rows = 4;
   for (int64_t nranks : {2, 4})
     for (DType t : floatTypes()) {
@@ -209,7 +209,7 @@ TEST_CASE("c_softmax_with_cross_entropy refuses a missing ring, a label past the
   REQUIRE_THROWS_WITH(runOnRing(swapped), Catch::Contains("differ from position"));
 }
 
-TEST_CASE("adamw decays the parameter by lr x lr_ratio x coeff, then takes adam's step; without with_decay it is adam", "[kernels]") {
+TEST_CASE("adamw decays the parameter by lr x lr_ratio x coeff, then takes adam's step, without with_decay it is adam", "[kernels]") {
   for (DType t : floatTypes()) {
     CAPTURE(spopt::dtypeName(t));
     const Dims s{3, 2};

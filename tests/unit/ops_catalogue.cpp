@@ -156,7 +156,7 @@ std::string problems(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("the vocab-parallel ops and adamw have both spellings; the vocab-parallel loss takes part in its ring", "[ops]") {
+TEST_CASE("the vocab-parallel ops and adamw have both spellings, the vocab-parallel loss takes part in its ring", "[ops]") {
   CHECK(resolveOp("adamw").def == resolveOp("pd_op.adamw_").def);
   CHECK(resolveOp("pd_op.adamw_").spelling->inplace);
   CHECK(resolveOp("c_embedding").def == resolveOp("pd_op.c_embedding").def);
