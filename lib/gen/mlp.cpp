@@ -29,7 +29,7 @@ void emitMlp(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
   const int64_t batch = o.batch / o.dp, hidden = o.hidden, ffn = o.ffnSize() / o.tp;
   const DType dt = o.dtype;
   Tensor lr;
-  if (o.sgd) lr = b.declare("learning_rate_0", {1}, {Axis::Rep}, dt, true);
+  if (o.optimizes()) lr = b.declare("learning_rate_0", {1}, {Axis::Rep}, dt, true);
 
   b.setRole(kForward);
   Tensor x = b.declare("input", {tp.localSeq(), batch, hidden}, {tp.seqAxis(), Axis::Dp, Axis::Rep}, dt);

@@ -25,6 +25,7 @@ class TensorParallel {
   TensorParallel(ProgramBuilder& b, const GenOptions& o, int64_t rank);
 
   int64_t tpIndex() const { return t_; }
+  int64_t tpRing() const { return tp_ring_; }
   Axis seqAxis() const { return opts_.sp() ? Axis::Mp : Axis::Rep; }
   int64_t localSeq() const { return opts_.sp() ? opts_.seq / opts_.tp : opts_.seq; }
 

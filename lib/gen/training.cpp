@@ -63,10 +63,42 @@ void Trainables::emitOptimizer(ProgramBuilder& b, TensorParallel& tp, const GenO
     return it->second;
   };
   for (const auto& p : params_) tp.syncDataParallelGrad(gradOf(p));
-  if (!o.sgd) return;
+  if (!o.optimizes()) return;
   b.setRole(kOptimize);
-  for (const auto& p : params_)
-    b.op("sgd").in("Param", p).in("LearningRate", lr).in("Grad", gradOf(p)).out("ParamOut", p).flag("multi_precision", false);
+  if (o.optimizer == Optimizer::Sgd) {
+    for (const auto& p : params_)
+      b.op("sgd").in("Param", p).in("LearningRate", lr).in("Grad", gradOf(p)).out("ParamOut", p).flag("multi_precision", false);
+    return;
+  }
+  // AdamW as Paddle's optimizer writes it: per parameter two moments sharded like it and two
+  // replicated beta powers, all persistable and named after the parameter, updated in place.
+  for (const auto& p : params_) {
+    Tensor m1 = b.declare(p.name + "_moment1_0", p.shape, p.axes, p.dtype, true);
+    Tensor m2 = b.declare(p.name + "_moment2_0", p.shape, p.axes, p.dtype, true);
+    Tensor b1 = b.declare(p.name + "_beta1_pow_acc_0", {1}, {Axis::Rep}, p.dtype, true);
+    Tensor b2 = b.declare(p.name + "_beta2_pow_acc_0", {1}, {Axis::Rep}, p.dtype, true);
+    b.op("adamw")
+        .in("Param", p)
+        .in("Grad", gradOf(p))
+        .in("LearningRate", lr)
+        .in("Moment1", m1)
+        .in("Moment2", m2)
+        .in("Beta1Pow", b1)
+        .in("Beta2Pow", b2)
+        .out("ParamOut", p)
+        .out("Moment1Out", m1)
+        .out("Moment2Out", m2)
+        .out("Beta1PowOut", b1)
+        .out("Beta2PowOut", b2)
+        .real("beta1", 0.9)
+        .real("beta2", 0.999)
+        .real("epsilon", 1e-8)
+        .real("lr_ratio", 1.0)
+        .real("coeff", 0.01)
+        .flag("with_decay", true)
+        .flag("lazy_mode", false)
+        .flag("multi_precision", false);
+  }
 }
 
 }  // namespace spopt::gen
