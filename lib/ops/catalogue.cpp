@@ -31,6 +31,8 @@ const Catalogue& catalogue() {
     ops::addCollectiveOps(defs);
     ops::addVisionOps(defs);
     ops::addAmpOps(defs);
+    ops::addLlamaOps(defs);
+    ops::addIndexOps(defs);
     Catalogue cat;
     for (OpDef& d : defs) {
       d.index = uint32_t(cat.defs.size());

@@ -50,5 +50,7 @@ void addTrainOps(std::vector<OpDef>& defs);
 void addCollectiveOps(std::vector<OpDef>& defs);
 void addVisionOps(std::vector<OpDef>& defs);
 void addAmpOps(std::vector<OpDef>& defs);
+void addLlamaOps(std::vector<OpDef>& defs);
+void addIndexOps(std::vector<OpDef>& defs);
 
 }  // namespace spopt::ops

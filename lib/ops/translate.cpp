@@ -35,6 +35,13 @@ class PirTranslator {
     if (op.hasDistAttr()) n.copyDistAttr(op.dist_attr);
     Op* added = n.insertBefore(op);
     padOperands(*added);
+    for (size_t i = 0; i < pending_parts_.size(); ++i) {  // after the op, a builtin.slice per part
+      NewOp slice = builder_.create(opDef("vector_slice"));
+      slice.input("X", {pending_vector_}).output("Out", {pending_parts_[i]}).attrInt("index", int64_t(i)).copyAttrs(op, {"op_role", "op_namescope"});
+      if (op.hasDistAttr()) slice.copyDistAttr(op.dist_attr);
+      slice.insertBefore(op);
+    }
+    pending_parts_.clear();
     block_.eraseOp(&op);
   }
 
@@ -56,8 +63,9 @@ class PirTranslator {
       return;
     }
     if (vars.size() > 1) {
-      if (!input) fail(op, "writes " + std::to_string(vars.size()) + " vars to " + std::string(o.name) + ": PIR has no such result");
-      vars = {combine(op, vars)};
+      if (input) vars = {combine(op, vars)};
+      else if (old.has(trait::VectorResult)) vars = {parts(op, vars)};
+      else fail(op, "writes " + std::to_string(vars.size()) + " vars to " + std::string(o.name) + ": PIR has no such result");
     }
     input ? n.input(o.name, vars) : n.output(o.name, vars);
   }
@@ -93,6 +101,17 @@ class PirTranslator {
     c.output("Out", {vec}).copyAttrs(op, {"op_role", "op_namescope"});
     c.insertBefore(const_cast<Op&>(op));
     return vec;
+  }
+
+  // Several vars a vector-result op writes to one slot (stack_grad's X@GRAD): one vector result,
+  // taken apart by builtin.slice ops once the op is in place.
+  Var* parts(const Op& op, const std::vector<Var*>& vars) {
+    for (Var* v : vars)
+      if (v->shape != vars.front()->shape || v->dtype != vars.front()->dtype)
+        fail(op, "writes vars of different shapes to one result: replay holds a vector as equal parts");
+    pending_vector_ = builder_.freshVar(std::string(vars.front()->name) + ".parts", {int64_t(vars.size())}, vars.front()->dtype);
+    pending_parts_ = vars;
+    return pending_vector_;
   }
 
   // Catalogue attributes renamed (and made operands where PIR passes them so); others kept as is.
@@ -168,6 +187,8 @@ class PirTranslator {
   OpBuilder builder_;
   Job& job_;
   std::vector<std::string> kept_;  // legacy_slots of the op being translated
+  Var* pending_vector_ = nullptr;   // the vector result of the op being translated, and its parts
+  std::vector<Var*> pending_parts_;
 
  public:
   // XShape vars no PIR op holds: undeclared, as a PIR file has them (translateToLegacy makes them

@@ -133,7 +133,32 @@ class LegacyTranslator {
     std::vector<Var*> vars;
     for (const Arg& a : s->args) vars.push_back(a.var);
     if (input && vars.size() == 1) vars = partsOf(vars.front());
+    if (!input && vars.size() == 1 && pir.has(trait::VectorResult)) vars = slicedParts(op, vars.front());
     input ? n.input(o.name, vars) : n.output(o.name, vars);
+  }
+
+  // A vector result (stack_grad's X@GRAD) is the slot of the vars its builtin.slice readers give,
+  // one for each part; the slices go.
+  std::vector<Var*> slicedParts(const Op& op, Var* vec) {
+    int64_t k = vec->shape.size() == 1 ? vec->shape[0] : -1;
+    if (k <= 0) fail(op, "has a vector result \"" + std::string(vec->name) + "\" that is not declared [k]");
+    std::vector<Var*> parts(size_t(k), nullptr);
+    std::vector<Op*> slices;
+    for (Op* reader : vec->readers) {
+      if (!isA(*reader, opDef("vector_slice"))) fail(op, "has a reader that is not builtin.slice: the legacy op has no vector");
+      int64_t i = OpView(*reader).attrs.getInt("index").value_or(-1);
+      if (i < 0 || i >= k || parts[size_t(i)]) fail(*reader, "slices index " + std::to_string(i) + " of a vector of " + std::to_string(k));
+      parts[size_t(i)] = OpView(*reader).out("Out");
+      slices.push_back(reader);
+    }
+    for (int64_t i = 0; i < k; ++i)
+      if (!parts[size_t(i)]) fail(op, "has no builtin.slice of part " + std::to_string(i) + ": the legacy op writes every part");
+    for (Op* slice : slices) {
+      erased_.insert(slice);
+      block_.eraseOp(slice);
+    }
+    dropped_.push_back(vec);
+    return parts;
   }
 
   // A builtin.combine's vector is the slot of several vars it was made from.

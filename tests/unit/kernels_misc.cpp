@@ -97,8 +97,12 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       // mixed precision and gradient clipping (kernels_amp.cpp)
       "cast", "check_finite_and_unscale", "update_loss_scaling", "squared_l2_norm", "squared_l2_norm_grad", "sqrt",
       "sqrt_grad", "clip_by_norm", "elementwise_max", "elementwise_max_grad", "elementwise_min", "elementwise_min_grad",
+      // the Llama layer and its masks and shape ops (kernels_llama.cpp, kernels_index.cpp)
+      "rms_norm", "rms_norm_grad", "silu", "silu_grad", "swiglu", "swiglu_grad", "fused_rotary_position_embedding",
+      "fused_rotary_position_embedding_grad", "tril_triu", "where", "where_grad", "fill_any_like", "squeeze2", "squeeze2_grad",
+      "slice", "slice_grad", "stack", "stack_grad", "expand_v2", "expand_v2_grad", "gather_nd", "gather_nd_grad",
       // and, from the catalogue, ops only PIR spells, and fetch
-      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine"};
+      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine", "pd_op.tril", "pd_op.triu"};
   auto supported = spopt::rt::supportedKernelOps();
   for (auto op : ops) {
     CAPTURE(op);

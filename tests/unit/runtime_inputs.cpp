@@ -144,6 +144,26 @@ TEST_CASE("ids get the range of the table they index, labels that of the classes
   CHECK(valueDomain(*b.lookup("ids")).index_bound == 1000);
 }
 
+TEST_CASE("rotary position ids get the rows of a [1, seq, 1, head_dim] table, not of a [seq, head_dim] one", "[runtime][inputs]") {
+  auto job = [](const char* table) {
+    return loadJobFromText(std::string(R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],"programs":[{"rank":0,
+      "blocks":[{"idx":0,"parent_idx":-1,"vars":[
+        {"name":"q","shape":[2,64,1,4],"dtype":"float32"},{"name":"oq","shape":[2,64,1,4],"dtype":"float32"},
+        {"name":"pos","shape":[2,64],"dtype":"int64"},{"name":"s","shape":)") + table + R"(,"dtype":"float32"},
+        {"name":"c","shape":)" + table + R"(,"dtype":"float32"}],
+      "ops":[{"type":"fused_rotary_position_embedding","inputs":{"q":["q"],"sin":["s"],"cos":["c"],"position_ids":["pos"]},
+              "outputs":{"out_q":["oq"]},"attrs":{}}]}]}]})", "t.json");
+  };
+  auto four = job("[1,100,1,4]");
+  CHECK(valueDomain(*four->programs[0]->blocks[0]->lookup("pos")).index_bound == 100);
+  Tensor t = fillInput(*four->programs[0]->blocks[0]->lookup("pos"), 0, 3);
+  CHECK(*std::max_element(t.data<int64_t>(), t.data<int64_t>() + t.numel()) > 8);
+  CHECK(*std::max_element(t.data<int64_t>(), t.data<int64_t>() + t.numel()) < 100);
+  auto two = job("[100,4]");  // no dim -3: the default [0, 8)
+  Tensor u = fillInput(*two->programs[0]->blocks[0]->lookup("pos"), 0, 3);
+  CHECK(*std::max_element(u.data<int64_t>(), u.data<int64_t>() + u.numel()) == 7);
+}
+
 // A stream sync listing many vars (Paddle's c_sync_calc_stream before a fused all-reduce) views
 // Out[i] as X[i]: only a0's own reader bounds a0. 150 listed vars: a walk from each var into every
 // other listed one (depth 8) would not finish.

@@ -62,6 +62,18 @@ void dispatchFloat(const KernelContext& c, std::string_view name, const Tensor& 
   }
 }
 
+// Calls f(T{}) with T the element type of any storage (float, double, int64_t, uint8_t): for the
+// kernels that move or select values without arithmetic.
+template <typename F>
+void dispatchStorage(const Tensor& t, F&& f) {
+  switch (t.storage()) {
+    case Storage::F32: f(float{}); return;
+    case Storage::F64: f(double{}); return;
+    case Storage::I64: f(int64_t{}); return;
+    case Storage::U8: f(uint8_t{}); return;
+  }
+}
+
 // Sums in double over 8 interleaved partial sums, combined in a fixed order: the result is the
 // same on every run and machine, and the independent lanes let the compiler vectorise (a single
 // running double sum is a serial dependency chain). f(i) gives element i as a double.

@@ -23,6 +23,9 @@ static const KernelTable& table() {
     registerLanguageTrainKernels(k);
     registerVocabParallelKernels(k);
     registerAmpKernels(k);
+    registerLlamaKernels(k);
+    registerIndexKernels(k);
+    registerSliceKernels(k);
     return k;
   }();
   return t;

@@ -7,8 +7,11 @@
 // scale, softmax), norm.cpp, shape.cpp (+ permute.h), reduce.cpp, dropout.cpp, misc.cpp, conv.cpp
 // (conv2d, pool2d), batch_norm.cpp, train_vision.cpp (mul, top_k_v2, accuracy, momentum),
 // train_language.cpp (embedding, cross-entropy, adam, adamw), vocab_parallel.cpp (c_embedding,
-// c_softmax_with_cross_entropy), amp.cpp (cast, loss scaling, clipping); the registry is kernels.cpp. Every kernel is deterministic (fixed summation order, reductions in
-// double) and thread-safe; float32 gelu/softmax use fast_math.h, float64 uses libm.
+// c_softmax_with_cross_entropy), amp.cpp (cast, loss scaling, clipping), llama.cpp (rms_norm,
+// silu, swiglu, rotary embedding), index.cpp (tril/triu, where, full_like, gather_nd), slice.cpp
+// (squeeze2, slice, stack, expand_v2); the registry is kernels.cpp. Every kernel is deterministic
+// (fixed summation order, reductions in double) and thread-safe; float32 gelu/softmax use
+// fast_math.h, float64 uses libm.
 #include <cstdint>
 #include <stdexcept>
 #include <string>

@@ -33,5 +33,8 @@ void registerVisionTrainKernels(KernelTable& t);    // mul, top_k, accuracy, mom
 void registerLanguageTrainKernels(KernelTable& t);  // embedding, cross-entropy, adam, adamw
 void registerVocabParallelKernels(KernelTable& t);  // c_embedding, c_softmax_with_cross_entropy
 void registerAmpKernels(KernelTable& t);            // cast, loss scaling, norms, clipping
+void registerLlamaKernels(KernelTable& t);          // rms_norm, silu, swiglu, rotary embedding
+void registerIndexKernels(KernelTable& t);          // tril/triu, where, full_like, gather_nd
+void registerSliceKernels(KernelTable& t);          // squeeze, slice, stack, expand
 
 }  // namespace spopt::rt
