@@ -15,8 +15,6 @@
 namespace spopt::gen {
 namespace {
 
-const std::vector<int64_t> kToHeads{1, 2, 0, 3};    // [S, b, a, d] -> [b, a, S, d]
-const std::vector<int64_t> kFromHeads{2, 0, 1, 3};  // [b, a, S, d] -> [S, b, a, d]
 
 struct Attention {
   Tensor qkv4, qkv4_xshape;   // [S, b, a, 3d]

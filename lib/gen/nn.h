@@ -24,6 +24,10 @@ struct Linear {
   Tensor x, w, out;
 };
 
+// The attention's transposes between the activation layout and per-head matrices.
+inline const std::vector<int64_t> kToHeads{1, 2, 0, 3};    // [S, b, a, d] -> [b, a, S, d]
+inline const std::vector<int64_t> kFromHeads{2, 0, 1, 3};  // [b, a, S, d] -> [S, b, a, d]
+
 // Parameters: persistable, named "<prefix>.w_0" / "<prefix>.b_0".
 Tensor parameter(ProgramBuilder& b, std::string name, std::vector<int64_t> shape, std::vector<Axis> axes, DType dtype);
 
@@ -58,8 +62,9 @@ Tensor transposeGrad(ProgramBuilder& b, const Tensor& xshape, const Tensor& dout
                      const Tensor& x);
 // split's grad: concat of the outputs' grads along the split axis into x@GRAD.
 Tensor concatGrads(ProgramBuilder& b, const std::vector<Tensor>& douts, int axis, const Tensor& x);
-// Gradient accumulation: sum of the parts into x@GRAD.
+// Gradient accumulation: sum of the parts into x@GRAD, or into `out`.
 Tensor sumGrads(ProgramBuilder& b, const std::vector<Tensor>& parts, const Tensor& x);
+void sumInto(ProgramBuilder& b, const std::vector<Tensor>& parts, const Tensor& out);
 
 // Mean and Variance of layer_norm are float32 for 16-bit models, as in Paddle.
 DType statsType(DType t);
