@@ -15,7 +15,7 @@ namespace {
 
 struct Options {
   gen::GenOptions gen;
-  std::string model = "mlp", dtype = "float32", dialect = "legacy", optimizer = "sgd", output;
+  std::string model = "mlp", dtype = "float32", dialect = "legacy", optimizer = "sgd", amp = "none", output;
   bool no_backward = false;
   CLI::Option* optimizer_flag = nullptr;
 };
@@ -27,12 +27,16 @@ int runGen(Options& o) {
   bool pir = o.dialect == "pir";
   o.gen.dialect = o.dialect == "current" ? gen::Dialect::Current : gen::Dialect::Legacy;
   o.gen.backward = !o.no_backward;
+  o.gen.amp = o.amp == "bf16";
   // Without a backward pass there is nothing to optimise, unless --optimizer says otherwise.
   bool optimize = o.gen.backward || o.optimizer_flag->count() > 0;
   o.gen.optimizer = !optimize || o.optimizer == "none" ? gen::Optimizer::None
                     : o.optimizer == "adamw"          ? gen::Optimizer::AdamW
                                                       : gen::Optimizer::Sgd;
   gen::checkOptions(o.gen);
+  // PIR passes check_finite_and_unscale's gradients as one vector, which replay holds as equal
+  // parts: the gradients of a model's parameters are not.
+  if (pir && o.gen.amp) throw InputError("sp-opt gen", "", "--amp bf16 is not written in the pir dialect (legacy or current)");
   AtomicFile out(o.output);
   gen::GenStats stats;
   if (pir) {
@@ -77,6 +81,10 @@ const Registrar reg{{"gen", "Generate a tensor/sequence-parallel training job (m
                                       "Vocabulary: token ids, vocab-parallel embedding, LM head and cross-entropy (gpt; llama defaults to 64)");
                        sub.add_option("--dtype", o->dtype, "Data type")
                            ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16"}))
+                           ->capture_default_str();
+                       sub.add_option("--amp", o->amp,
+                                      "none, or bf16: bfloat16 compute from float32 master weights, loss scaling, float32 update")
+                           ->check(CLI::IsMember({"none", "bf16"}))
                            ->capture_default_str();
                        sub.add_flag("--sequence-parallel", g.sequence_parallel,
                                     "Shard activations along the sequence between tensor-parallel regions");

@@ -53,10 +53,11 @@ void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
   const int64_t S = o.seq, batch = o.batch / o.dp, H = o.hidden, T = o.tp;
   const int64_t heads = o.heads / T, dh = o.hidden / o.heads, ffn = o.ffnSize() / T;
   const double inv_sqrt_d = 1.0 / std::sqrt(double(dh));
-  const DType dt = o.dtype;
+  const DType dt = o.computeType();  // activations (bfloat16 under --amp)
   const Axis R = Axis::Rep, M = Axis::Mp, D = Axis::Dp;
   Tensor lr;
-  if (o.optimizes()) lr = b.declare("learning_rate_0", {1}, {R}, dt, true);
+  if (o.optimizes()) lr = b.declare("learning_rate_0", {1}, {R}, o.dtype, true);
+  if (o.amp) startMixedPrecision(b);
 
   b.setRole(kForward);
   Trainables trainables;

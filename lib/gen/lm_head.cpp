@@ -12,8 +12,8 @@ Tensor LanguageModelEnds::embed() {
   labels_ = b_.declare("labels", {S, batch, 1}, {Axis::Rep, Axis::Dp, Axis::Rep}, DType::Int64);
   b_.setScope("/embedding/");
   std::string name = b_.names().unique("embedding");
-  table_ = parameter(b_, name + ".w_0", {vocab_shard_, H}, {Axis::Mp, Axis::Rep}, o_.dtype);
-  emb_partial_ = b_.declare(name + ".tmp_0", {S, batch, H}, {Axis::Rep, Axis::Dp, Axis::Rep}, o_.dtype);
+  table_ = parameter(b_, name + ".w_0", {vocab_shard_, H}, {Axis::Mp, Axis::Rep}, o_.computeType());
+  emb_partial_ = b_.declare(name + ".tmp_0", {S, batch, H}, {Axis::Rep, Axis::Dp, Axis::Rep}, o_.computeType());
   if (o_.tp == 1) {
     b_.op("lookup_table_v2").in("Ids", ids_).in("W", table_).out("Out", emb_partial_).integer("padding_idx", -1).flag("is_sparse", false);
   } else {
@@ -53,12 +53,12 @@ void LanguageModelEnds::head(const Tensor& final) {
   column_ = tp_.columnInput(final);
   head_ = linear(b_, column_, {Axis::Rep, Axis::Mp}, o_.hidden, vocab_shard_);
   std::string name = b_.names().unique(o_.tp == 1 ? "softmax_with_cross_entropy" : "c_softmax_with_cross_entropy");
-  softmax_ = b_.declare(name + ".tmp_0", head_.out.shape, head_.out.axes, o_.dtype);
+  softmax_ = b_.declare(name + ".tmp_0", head_.out.shape, head_.out.axes, o_.computeType());
   std::vector<int64_t> rows = head_.out.shape;
   rows.back() = 1;
   std::vector<Axis> rows_axes = head_.out.axes;
   rows_axes.back() = Axis::Rep;
-  token_loss_ = b_.declare(name + ".tmp_1", rows, rows_axes, o_.dtype);
+  token_loss_ = b_.declare(name + ".tmp_1", rows, rows_axes, o_.computeType());
   crossEntropy(false, nullptr);
   loss_ = lossOf(b_, token_loss_);
 }

@@ -28,11 +28,15 @@ struct Linear {
 inline const std::vector<int64_t> kToHeads{1, 2, 0, 3};    // [S, b, a, d] -> [b, a, S, d]
 inline const std::vector<int64_t> kFromHeads{2, 0, 1, 3};  // [b, a, S, d] -> [S, b, a, d]
 
-// Parameters: persistable, named "<prefix>.w_0" / "<prefix>.b_0".
+// Parameters: persistable, named "<prefix>.w_0" / "<prefix>.b_0". Under mixed precision the
+// persistable var is the float32 master and the returned tensor its compute-type copy
+// "<name>.cast_bf16", made by a cast right here (where the first use follows).
 Tensor parameter(ProgramBuilder& b, std::string name, std::vector<int64_t> shape, std::vector<Axis> axes, DType dtype);
 
 LayerNorm layerNorm(ProgramBuilder& b, const Tensor& x, DType dtype, bool bias_trainable);
 Tensor gelu(ProgramBuilder& b, const Tensor& x);
+// cast x into out (out's dtype).
+void castInto(ProgramBuilder& b, const Tensor& x, const Tensor& out);
 Dropout dropout(ProgramBuilder& b, const Tensor& x, double prob);
 // x [.., K] times a weight [K, N] created here (sharded by w_axes) -> [.., N].
 Linear linear(ProgramBuilder& b, const Tensor& x, std::vector<Axis> w_axes, int64_t local_in, int64_t local_out);

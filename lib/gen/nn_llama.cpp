@@ -1,7 +1,6 @@
 // Llama's building blocks (see nn_llama.h).
 #include "gen/nn_llama.h"
 
-#include "gen/training.h"
 
 namespace spopt::gen {
 namespace {
@@ -84,21 +83,18 @@ void swigluGrad(ProgramBuilder& b, const Tensor& gate, const Tensor& up, const T
 }
 
 CausalMask causalMask(ProgramBuilder& b, const Tensor& scores) {
-  std::string scope = "/causal_mask/";
+  std::string layer_scope = b.scope();
+  b.setScope("/causal_mask/");
   Tensor ones = output(b, "fill_any_like", scores, scores.dtype);
-  b.op("fill_any_like").in("X", scores).out("Out", ones).real("value", 1.0).integer("dtype", -1).scope(scope);
+  b.op("fill_any_like").in("X", scores).out("Out", ones).real("value", 1.0).integer("dtype", -1);
   Tensor lower = output(b, "tril_triu", scores, scores.dtype);
-  b.op("tril_triu").in("X", ones).out("Out", lower).integer("diagonal", 0).flag("lower", true).scope(scope);
+  b.op("tril_triu").in("X", ones).out("Out", lower).integer("diagonal", 0).flag("lower", true);
   CausalMask m;
   m.keep = output(b, "cast", scores, DType::Bool);
-  b.op("cast")
-      .in("X", lower)
-      .out("Out", m.keep)
-      .integer("in_dtype", paddleDataType(scores.dtype))
-      .integer("out_dtype", paddleDataType(DType::Bool))
-      .scope(scope);
+  castInto(b, lower, m.keep);
   m.fill = output(b, "fill_any_like", scores, scores.dtype);
-  b.op("fill_any_like").in("X", scores).out("Out", m.fill).real("value", kMaskedScore).integer("dtype", -1).scope(scope);
+  b.op("fill_any_like").in("X", scores).out("Out", m.fill).real("value", kMaskedScore).integer("dtype", -1);
+  b.setScope(layer_scope);
   return m;
 }
 

@@ -65,6 +65,8 @@ void checkOptions(const GenOptions& o) {
   if (o.optimizes() && !o.backward)
     bad(std::string("--optimizer ") + (o.optimizer == Optimizer::Sgd ? "sgd" : "adamw") +
         " needs the backward pass; add --optimizer none to --no-backward");
+  if (o.amp && o.dtype != DType::Float32) bad("--amp bf16 keeps float32 master weights: --dtype must be float32");
+  if (o.amp && !o.backward) bad("--amp bf16 scales the loss for the backward pass; drop it with --no-backward");
   if (o.dtype != DType::Float32 && o.dtype != DType::Float64 && o.dtype != DType::Float16 && o.dtype != DType::BFloat16)
     bad("--dtype must be a floating type (float32, float64, float16, bfloat16)");
 }

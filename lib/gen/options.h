@@ -26,6 +26,9 @@ struct GenOptions {
   // always has them (0: kLlamaVocab).
   int64_t vocab = 0;
   DType dtype = DType::Float32;
+  // --amp bf16: parameters stay `dtype` (float32) masters, cast to bfloat16 where they are
+  // declared; activations and gradients are bfloat16; the loss is scaled.
+  bool amp = false;
   bool sequence_parallel = false;
   Dialect dialect = Dialect::Legacy;
   bool backward = true;
@@ -36,6 +39,7 @@ struct GenOptions {
   static constexpr int64_t kLlamaVocab = 64;
   int64_t vocabSize() const { return vocab > 0 ? vocab : model == Model::Llama ? kLlamaVocab : 0; }
   bool hasLmHead() const { return vocabSize() > 0; }
+  DType computeType() const { return amp ? DType::BFloat16 : dtype; }
   bool optimizes() const { return optimizer != Optimizer::None; }
   // Sequence parallelism only exists between tensor-parallel ranks; with T = 1 it is a no-op.
   bool sp() const { return sequence_parallel && tp > 1; }

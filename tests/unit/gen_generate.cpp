@@ -46,13 +46,18 @@ std::vector<GenOptions> variety() {
         for (bool sp : {false, true}) {
           for (auto m : {gen::Model::Mlp, gen::Model::Gpt, gen::Model::Llama}) all.push_back(opts(m, tp, dp, sp, d));
           all.push_back(lmGpt(tp, dp, sp, d));
+          GenOptions amp = lmGpt(tp, dp, sp, d);
+          amp.amp = true;
+          all.push_back(amp);
+          amp.model = gen::Model::Llama;
+          all.push_back(amp);
         }
   return all;
 }
 
 std::string describe(const GenOptions& o) {
   const char* model = o.model == gen::Model::Mlp ? "mlp" : o.model == gen::Model::Gpt ? "gpt" : "llama";
-  return std::string(model) + (o.vocab ? " vocab " + std::to_string(o.vocab) : "") + " tp" + std::to_string(o.tp) + " dp" +
+  return std::string(model) + (o.vocab ? " vocab " + std::to_string(o.vocab) : "") + (o.amp ? " amp" : "") + " tp" + std::to_string(o.tp) + " dp" +
          std::to_string(o.dp) + (o.sequence_parallel ? " sp" : "") + (o.dialect == gen::Dialect::Current ? " current" : "");
 }
 
@@ -222,6 +227,7 @@ TEST_CASE("sizes that cannot be split are bad input", "[gen]") {
       {bad([](GenOptions& o) { o.model = gen::Model::Llama; o.heads = 16; }), "--hidden / --heads = 1 must be even"},
       {bad([](GenOptions& o) { o.model = gen::Model::Llama; o.optimizer = gen::Optimizer::AdamW; o.backward = false; }),
        "--optimizer adamw needs the backward pass"},
+      {bad([](GenOptions& o) { o.amp = true; o.dtype = DType::Float64; }), "--amp bf16 keeps float32 master weights"},
       {bad([](GenOptions& o) { o.dropout = 1.0; }), "--dropout must be in [0, 1)"},
       {bad([](GenOptions& o) { o.seq = 1 << 24; o.hidden = 1 << 24; o.ffn = 1 << 24; o.batch = 1 << 24; }), "more than 2^59"},
       {bad([](GenOptions& o) { o.hidden = 1 << 25; }), "--hidden 33554432 is larger than 16777216"},
