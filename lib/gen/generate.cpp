@@ -22,10 +22,11 @@ void group(JsonEmitter& out, bool& first, int64_t ring, const std::vector<int64_
 // One phase of one rank's block: its vars or its ops, one per line.
 size_t emitBlockPart(JsonEmitter& out, const GenOptions& o, const Topology& topo, int64_t rank, ProgramBuilder::Phase phase) {
   ProgramBuilder b(out, topo, phase, "\n            ");
-  if (o.model == Model::Mlp)
-    emitMlp(b, o, rank);
-  else
-    emitGpt(b, o, rank);
+  switch (o.model) {
+    case Model::Mlp: emitMlp(b, o, rank); break;
+    case Model::Gpt: emitGpt(b, o, rank); break;
+    case Model::Llama: emitLlama(b, o, rank); break;
+  }
   b.finish();
   if (b.written()) out.raw("\n          ");
   return b.written();

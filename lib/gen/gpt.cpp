@@ -3,8 +3,10 @@
 // projection [S, b, 3H/T] laid out per head as [q | k | v] so that each rank holds whole heads,
 // attention per local head [b, A/T, S, S].
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "gen/lm_head.h"
 #include "gen/models.h"
 #include "gen/nn.h"
 #include "gen/tensor_parallel.h"
@@ -13,8 +15,6 @@
 namespace spopt::gen {
 namespace {
 
-const std::vector<int64_t> kToHeads{1, 2, 0, 3};    // [S, b, a, d] -> [b, a, S, d]
-const std::vector<int64_t> kFromHeads{2, 0, 1, 3};  // [b, a, S, d] -> [S, b, a, d]
 
 struct Attention {
   Tensor qkv4, qkv4_xshape;   // [S, b, a, 3d]
@@ -53,14 +53,25 @@ void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
   const int64_t S = o.seq, batch = o.batch / o.dp, H = o.hidden, T = o.tp;
   const int64_t heads = o.heads / T, dh = o.hidden / o.heads, ffn = o.ffnSize() / T;
   const double inv_sqrt_d = 1.0 / std::sqrt(double(dh));
-  const DType dt = o.dtype;
+  const DType dt = o.computeType();  // activations (bfloat16 under --amp)
   const Axis R = Axis::Rep, M = Axis::Mp, D = Axis::Dp;
   Tensor lr;
-  if (o.sgd) lr = b.declare("learning_rate_0", {1}, {R}, dt, true);
+  if (o.optimizes()) lr = b.declare("learning_rate_0", {1}, {R}, o.dtype, true);
+  if (o.amp) startMixedPrecision(b);
 
   b.setRole(kForward);
-  Tensor x = b.declare("input", {tp.localSeq(), batch, H}, {tp.seqAxis(), D, R}, dt);
   Trainables trainables;
+  // With --vocab the layers read the embedding of token ids and the loss is the LM head's
+  // cross-entropy; without, they read the float `input` and the loss is a reduce_sum.
+  std::optional<LanguageModelEnds> lm;
+  Tensor x;
+  if (o.hasLmHead()) {
+    lm.emplace(b, o, tp);
+    x = lm->embed();
+    lm->addEmbedding(trainables);
+  } else {
+    x = b.declare("input", {tp.localSeq(), batch, H}, {tp.seqAxis(), D, R}, dt);
+  }
   auto addNorm = [&](const LayerNorm& ln) {
     trainables.add(ln.scale);
     trainables.add(ln.bias);
@@ -107,7 +118,13 @@ void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
   b.setScope("/final_norm/");
   LayerNorm final_norm = layerNorm(b, x, dt, true);
   addNorm(final_norm);
-  Tensor loss = lossOf(b, final_norm.y);
+  Tensor loss;
+  if (lm) {
+    lm->head(final_norm.y);
+    lm->addHead(trainables);
+  } else {
+    loss = lossOf(b, final_norm.y);
+  }
   if (!o.backward) return;
 
   b.setRole(kBackward);
@@ -120,7 +137,7 @@ void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
     trainables.setGrad(ln.scale, dscale);
     trainables.setGrad(ln.bias, dbias);
   };
-  Tensor dnorm = lossGrad(b, final_norm.y, loss);
+  Tensor dnorm = lm ? lm->headGrad() : lossGrad(b, final_norm.y, loss);
   b.setScope("/final_norm/");
   Tensor dy = b.grad(final_norm.x);
   normGrad(final_norm, dnorm, &dy);
@@ -143,8 +160,9 @@ void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
     normGrad(L.ln2, dln2, &dx2_norm);
     Tensor dx2 = sumGrads(b, {dx2_residual, dx2_norm}, L.x2);
 
-    // x2 = x + dropout(attention(layer_norm(x))); the first layer's x is fed data: no gradient.
-    const bool want_dx = l > 0;
+    // x2 = x + dropout(attention(layer_norm(x))); the first layer's x is fed data (no gradient)
+    // unless it is the embedding's output.
+    const bool want_dx = l > 0 || lm;
     Tensor dx_residual, ddrop1 = b.grad(L.drop1.out);
     if (want_dx) dx_residual = b.gradPart(L.x, 0);
     addGrad(b, L.x, L.drop1.out, dx2, want_dx ? &dx_residual : nullptr, &ddrop1);
@@ -179,6 +197,10 @@ void emitGpt(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
     trainables.setGrad(L.fc1.w, dw_fc1);
     trainables.setGrad(L.fc2.w, dw_fc2);
     if (want_dx) dy = sumGrads(b, {dx_residual, dx_norm}, L.x);
+  }
+  if (lm) {
+    lm->embedGrad(dy);
+    lm->setGrads(trainables);
   }
   trainables.emitOptimizer(b, tp, o, lr);
 }

@@ -27,9 +27,10 @@ struct MlpLayer {
 void emitMlp(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
   TensorParallel tp(b, o, rank);
   const int64_t batch = o.batch / o.dp, hidden = o.hidden, ffn = o.ffnSize() / o.tp;
-  const DType dt = o.dtype;
+  const DType dt = o.computeType();  // activations (bfloat16 under --amp)
   Tensor lr;
-  if (o.sgd) lr = b.declare("learning_rate_0", {1}, {Axis::Rep}, dt, true);
+  if (o.optimizes()) lr = b.declare("learning_rate_0", {1}, {Axis::Rep}, o.dtype, true);
+  if (o.amp) startMixedPrecision(b);
 
   b.setRole(kForward);
   Tensor x = b.declare("input", {tp.localSeq(), batch, hidden}, {tp.seqAxis(), Axis::Dp, Axis::Rep}, dt);

@@ -1,12 +1,24 @@
 // Forward building blocks (see nn.h).
 #include "gen/nn.h"
 
+#include "gen/training.h"
+
 namespace spopt::gen {
 
 DType statsType(DType t) { return t == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 Tensor parameter(ProgramBuilder& b, std::string name, std::vector<int64_t> shape, std::vector<Axis> axes, DType dtype) {
-  return b.declare(std::move(name), std::move(shape), std::move(axes), dtype, /*persistable=*/true);
+  MixedPrecision* amp = b.mixedPrecision();
+  if (!amp) return b.declare(std::move(name), std::move(shape), std::move(axes), dtype, /*persistable=*/true);
+  Tensor master = b.declare(name, shape, axes, DType::Float32, /*persistable=*/true);
+  Tensor copy = b.declare(name + ".cast_bf16", std::move(shape), std::move(axes), amp->compute);
+  castInto(b, master, copy);
+  amp->masters.emplace(copy.name, master);
+  return copy;
+}
+
+void castInto(ProgramBuilder& b, const Tensor& x, const Tensor& out) {
+  b.op("cast").in("X", x).out("Out", out).integer("in_dtype", paddleDataType(x.dtype)).integer("out_dtype", paddleDataType(out.dtype));
 }
 
 namespace {

@@ -24,11 +24,19 @@ struct Linear {
   Tensor x, w, out;
 };
 
-// Parameters: persistable, named "<prefix>.w_0" / "<prefix>.b_0".
+// The attention's transposes between the activation layout and per-head matrices.
+inline const std::vector<int64_t> kToHeads{1, 2, 0, 3};    // [S, b, a, d] -> [b, a, S, d]
+inline const std::vector<int64_t> kFromHeads{2, 0, 1, 3};  // [b, a, S, d] -> [S, b, a, d]
+
+// Parameters: persistable, named "<prefix>.w_0" / "<prefix>.b_0". Under mixed precision the
+// persistable var is the float32 master and the returned tensor its compute-type copy
+// "<name>.cast_bf16", made by a cast right here (where the first use follows).
 Tensor parameter(ProgramBuilder& b, std::string name, std::vector<int64_t> shape, std::vector<Axis> axes, DType dtype);
 
 LayerNorm layerNorm(ProgramBuilder& b, const Tensor& x, DType dtype, bool bias_trainable);
 Tensor gelu(ProgramBuilder& b, const Tensor& x);
+// cast x into out (out's dtype).
+void castInto(ProgramBuilder& b, const Tensor& x, const Tensor& out);
 Dropout dropout(ProgramBuilder& b, const Tensor& x, double prob);
 // x [.., K] times a weight [K, N] created here (sharded by w_axes) -> [.., N].
 Linear linear(ProgramBuilder& b, const Tensor& x, std::vector<Axis> w_axes, int64_t local_in, int64_t local_out);
@@ -58,8 +66,9 @@ Tensor transposeGrad(ProgramBuilder& b, const Tensor& xshape, const Tensor& dout
                      const Tensor& x);
 // split's grad: concat of the outputs' grads along the split axis into x@GRAD.
 Tensor concatGrads(ProgramBuilder& b, const std::vector<Tensor>& douts, int axis, const Tensor& x);
-// Gradient accumulation: sum of the parts into x@GRAD.
+// Gradient accumulation: sum of the parts into x@GRAD, or into `out`.
 Tensor sumGrads(ProgramBuilder& b, const std::vector<Tensor>& parts, const Tensor& x);
+void sumInto(ProgramBuilder& b, const std::vector<Tensor>& parts, const Tensor& out);
 
 // Mean and Variance of layer_norm are float32 for 16-bit models, as in Paddle.
 DType statsType(DType t);

@@ -86,8 +86,10 @@ Tensor concatGrads(ProgramBuilder& b, const std::vector<Tensor>& douts, int axis
 
 Tensor sumGrads(ProgramBuilder& b, const std::vector<Tensor>& parts, const Tensor& x) {
   Tensor dx = b.grad(x);
-  b.op("sum").in("X", parts).out("Out", dx);
+  sumInto(b, parts, dx);
   return dx;
 }
+
+void sumInto(ProgramBuilder& b, const std::vector<Tensor>& parts, const Tensor& out) { b.op("sum").in("X", parts).out("Out", out); }
 
 }  // namespace spopt::gen

@@ -5,6 +5,7 @@
 // model runs twice over the same builder logic: in the Vars phase only declare() writes, in the
 // Ops phase only op() writes. The model code is deterministic, so both runs see the same names.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,6 +49,15 @@ class Naming {
 
 class ProgramBuilder;
 
+// Mixed precision (--amp): parameters are float32 masters, each cast to the compute type where it
+// is declared (nn.h's parameter()); the model's loss is scaled by loss_scaling.
+struct MixedPrecision {
+  DType compute = DType::BFloat16;
+  Tensor loss_scaling, good_steps, bad_steps;  // update_loss_scaling's state
+  Tensor loss_fp32, scaled_loss;                // the fetched loss cast up, times loss_scaling
+  std::unordered_map<std::string, Tensor> masters;  // compute copy's name -> master
+};
+
 // One op being written: inputs, then outputs, then attributes (that order, as the JSON has it).
 // op_role, op_namescope and the op's dist_attr are appended when the next op starts.
 class OpWriter {
@@ -68,6 +78,15 @@ class OpWriter {
 
  private:
   friend class ProgramBuilder;
+
+// Mixed precision (--amp): parameters are float32 masters, each cast to the compute type where it
+// is declared (nn.h's parameter()); the model's loss is scaled by loss_scaling.
+struct MixedPrecision {
+  DType compute = DType::BFloat16;
+  Tensor loss_scaling, good_steps, bad_steps;  // update_loss_scaling's state
+  Tensor loss_fp32, scaled_loss;                // the fetched loss cast up, times loss_scaling
+  std::unordered_map<std::string, Tensor> masters;  // compute copy's name -> master
+};
   enum Section { kNone, kInputs, kOutputs, kAttrs };
   explicit OpWriter(ProgramBuilder& b) : b_(b) {}
   void slotNames(std::string_view slot, const Tensor* const* ts, size_t n);
@@ -92,6 +111,9 @@ class ProgramBuilder {
   Phase phase() const { return phase_; }
   const Topology& topology() const { return topo_; }
   Naming& names() { return names_; }
+  // Null unless the model enabled mixed precision (before declaring anything).
+  MixedPrecision* mixedPrecision() { return amp_ ? &*amp_ : nullptr; }
+  MixedPrecision& enableMixedPrecision() { return amp_.emplace(); }
 
   Tensor declare(std::string name, std::vector<int64_t> shape, std::vector<Axis> axes, DType dtype,
                  bool persistable = false);
@@ -105,6 +127,7 @@ class ProgramBuilder {
   OpWriter& op(std::string_view type);
   void setRole(int role) { role_ = role; }
   void setScope(std::string scope) { scope_ = std::move(scope); }
+  const std::string& scope() const { return scope_; }
   void finish();  // closes the last op
   size_t written() const { return count_; }
 
@@ -118,6 +141,7 @@ class ProgramBuilder {
   std::string indent_;
   std::string op_dist_attr_;
   Naming names_;
+  std::optional<MixedPrecision> amp_;
   OpWriter writer_;
   size_t count_ = 0;
   int role_ = kForward;

@@ -12,9 +12,9 @@ TensorParallel::TensorParallel(ProgramBuilder& b, const GenOptions& o, int64_t r
   dp_ring_ = topo.dpRing(t_);
 }
 
-void TensorParallel::allReduce(const Tensor& x, const Tensor& out, int64_t ring, int64_t nranks, bool model_parallel) {
+void TensorParallel::allReduce(const Tensor& x, const Tensor& out, int64_t ring, int64_t nranks, bool model_parallel, bool max) {
   if (legacy_) {
-    b_.op("c_allreduce_sum")
+    b_.op(max ? "c_allreduce_max" : "c_allreduce_sum")
         .in("X", x)
         .out("Out", out)
         .integer("ring_id", ring)
@@ -22,7 +22,7 @@ void TensorParallel::allReduce(const Tensor& x, const Tensor& out, int64_t ring,
         .flag("use_calc_stream", true)
         .flag("use_model_parallel", model_parallel);
   } else {
-    b_.op("all_reduce").in("x", x).out("out", out).integer("ring_id", ring).integer("reduce_type", 0).integer("nranks", nranks);
+    b_.op("all_reduce").in("x", x).out("out", out).integer("ring_id", ring).integer("reduce_type", max ? 1 : 0).integer("nranks", nranks);
   }
 }
 
@@ -122,6 +122,14 @@ Tensor TensorParallel::columnInputGrad(const Tensor& x, const Tensor& target) {
 
 void TensorParallel::syncSequenceShardedGrad(const Tensor& g) {
   if (opts_.sp()) allReduce(g, g, tp_ring_, opts_.tp, true);
+}
+
+void TensorParallel::syncFoundInfinite(const Tensor& flag) {
+  if (opts_.tp == 1) return;
+  Tensor as_int = b_.declare(flag.name + ".cast_int32", flag.shape, flag.axes, DType::Int32);
+  castInto(b_, flag, as_int);
+  allReduce(as_int, as_int, tp_ring_, opts_.tp, true, /*max=*/true);
+  castInto(b_, as_int, flag);
 }
 
 void TensorParallel::syncDataParallelGrad(const Tensor& g) {

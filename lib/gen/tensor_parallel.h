@@ -25,6 +25,7 @@ class TensorParallel {
   TensorParallel(ProgramBuilder& b, const GenOptions& o, int64_t rank);
 
   int64_t tpIndex() const { return t_; }
+  int64_t tpRing() const { return tp_ring_; }
   Axis seqAxis() const { return opts_.sp() ? Axis::Mp : Axis::Rep; }
   int64_t localSeq() const { return opts_.sp() ? opts_.seq / opts_.tp : opts_.seq; }
 
@@ -46,9 +47,13 @@ class TensorParallel {
   // Every parameter gradient is summed (not averaged) over the data-parallel ring, in place: the
   // loss is the sum over the global batch, so the update equals the single-rank one.
   void syncDataParallelGrad(const Tensor& g);
+  // Mixed precision's found-inf flag (bool): the max over the tensor-parallel ring, in place, so
+  // that every shard of the model skips or takes the step together (as Paddle's hybrid-parallel
+  // optimizer does: cast to int32, all-reduce MAX, cast back).
+  void syncFoundInfinite(const Tensor& flag);
 
  private:
-  void allReduce(const Tensor& x, const Tensor& out, int64_t ring, int64_t nranks, bool model_parallel);
+  void allReduce(const Tensor& x, const Tensor& out, int64_t ring, int64_t nranks, bool model_parallel, bool max = false);
   void allGather(const Tensor& x, const Tensor& out);
   void identity(const Tensor& x, const Tensor& out);
   // all_reduce over the ring, then the reshard split; returns the rank's chunk.

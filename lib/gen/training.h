@@ -18,6 +18,10 @@ namespace spopt::gen {
 inline constexpr const char* kLossName = "reduce_sum_0.tmp_0";
 
 Tensor lossOf(ProgramBuilder& b, const Tensor& out);
+// --amp: enables the builder's mixed precision and sets the loss-scaling state (fill_constant, as
+// Paddle's startup program does: a generated job is one step). Call before any parameter.
+// Under it lossOf also casts the loss to float32 and scales it, and lossGrad seeds that product.
+void startMixedPrecision(ProgramBuilder& b);
 // fill_constant(1) as loss@GRAD, then reduce_sum_grad: returns out@GRAD.
 Tensor lossGrad(ProgramBuilder& b, const Tensor& out, const Tensor& loss);
 
@@ -26,7 +30,10 @@ class Trainables {
  public:
   void add(const Tensor& param) { params_.push_back(param); }
   void setGrad(const Tensor& param, const Tensor& grad) { grads_.emplace(param.name, grad); }
-  // Data-parallel sums of every gradient, then one sgd per parameter (ParamOut aliases Param).
+  // Data-parallel sums of every gradient, then one sgd or adamw per parameter (updated in place).
+  // Under mixed precision the summed bfloat16 gradients are cast to float32, unscaled
+  // (check_finite_and_unscale, the found-inf flag max-reduced over the tensor-parallel ring) and
+  // update_loss_scaling runs before the float32 masters are updated.
   void emitOptimizer(ProgramBuilder& b, TensorParallel& tp, const GenOptions& o, const Tensor& lr) const;
 
  private:

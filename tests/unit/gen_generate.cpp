@@ -2,6 +2,7 @@
 // the same model whatever T and D are.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -29,18 +30,34 @@ GenOptions opts(gen::Model m, int64_t tp, int64_t dp, bool sp, gen::Dialect d = 
   return o;
 }
 
+// gpt with the language-model ends (--vocab 32) and adamw.
+GenOptions lmGpt(int64_t tp, int64_t dp, bool sp, gen::Dialect d = gen::Dialect::Legacy) {
+  GenOptions o = opts(gen::Model::Gpt, tp, dp, sp, d);
+  o.vocab = 32;
+  o.optimizer = gen::Optimizer::AdamW;
+  return o;
+}
+
 std::vector<GenOptions> variety() {
   std::vector<GenOptions> all;
-  for (auto m : {gen::Model::Mlp, gen::Model::Gpt})
-    for (auto d : {gen::Dialect::Legacy, gen::Dialect::Current})
-      for (int64_t tp : {1, 2, 4})
-        for (int64_t dp : {1, 2})
-          for (bool sp : {false, true}) all.push_back(opts(m, tp, dp, sp, d));
+  for (auto d : {gen::Dialect::Legacy, gen::Dialect::Current})
+    for (int64_t tp : {1, 2, 4})
+      for (int64_t dp : {1, 2})
+        for (bool sp : {false, true}) {
+          for (auto m : {gen::Model::Mlp, gen::Model::Gpt, gen::Model::Llama}) all.push_back(opts(m, tp, dp, sp, d));
+          all.push_back(lmGpt(tp, dp, sp, d));
+          GenOptions amp = lmGpt(tp, dp, sp, d);
+          amp.amp = true;
+          all.push_back(amp);
+          amp.model = gen::Model::Llama;
+          all.push_back(amp);
+        }
   return all;
 }
 
 std::string describe(const GenOptions& o) {
-  return std::string(o.model == gen::Model::Mlp ? "mlp" : "gpt") + " tp" + std::to_string(o.tp) + " dp" +
+  const char* model = o.model == gen::Model::Mlp ? "mlp" : o.model == gen::Model::Gpt ? "gpt" : "llama";
+  return std::string(model) + (o.vocab ? " vocab " + std::to_string(o.vocab) : "") + (o.amp ? " amp" : "") + " tp" + std::to_string(o.tp) + " dp" +
          std::to_string(o.dp) + (o.sequence_parallel ? " sp" : "") + (o.dialect == gen::Dialect::Current ? " current" : "");
 }
 
@@ -151,12 +168,16 @@ std::map<std::string, std::vector<int64_t>> globalParams(const Job& job) {
 }  // namespace
 
 TEST_CASE("parameters have the same names and global shapes whatever T, D and sequence parallelism", "[gen]") {
-  for (auto m : {gen::Model::Mlp, gen::Model::Gpt}) {
-    auto reference = globalParams(*load(gen::generateJobText(opts(m, 1, 1, false))));
+  auto make = [](int m, int64_t tp, int64_t dp, bool sp) {
+    return m == 3 ? lmGpt(tp, dp, sp) : opts(std::array{gen::Model::Mlp, gen::Model::Gpt, gen::Model::Llama}[size_t(m)], tp, dp, sp);
+  };
+  for (int m = 0; m < 4; ++m) {
+    auto reference = globalParams(*load(gen::generateJobText(make(m, 1, 1, false))));
     CHECK(reference.count("learning_rate_0"));
+    if (m >= 2) CHECK(reference.count("embedding_0.w_0"));
     for (auto [tp, dp, sp] : {std::tuple{4, 1, false}, {4, 1, true}, {2, 2, true}, {1, 2, false}}) {
-      INFO(describe(opts(m, tp, dp, sp)));
-      CHECK(globalParams(*load(gen::generateJobText(opts(m, tp, dp, sp)))) == reference);
+      INFO(describe(make(m, tp, dp, sp)));
+      CHECK(globalParams(*load(gen::generateJobText(make(m, tp, dp, sp)))) == reference);
     }
   }
 }
@@ -201,6 +222,12 @@ TEST_CASE("sizes that cannot be split are bad input", "[gen]") {
       {bad([](GenOptions& o) { o.model = gen::Model::Gpt; o.tp = 8; }), "--tp 8 must divide --heads 4"},
       {bad([](GenOptions& o) { o.model = gen::Model::Gpt; o.heads = 3; }), "--heads 3 must divide --hidden 16"},
       {bad([](GenOptions& o) { o.dp = 4; }), "--dp 4 must divide --batch 2"},
+      {bad([](GenOptions& o) { o.model = gen::Model::Gpt; o.tp = 4; o.vocab = 50; }), "--tp 4 must divide --vocab 50"},
+      {bad([](GenOptions& o) { o.vocab = 32; }), "--vocab is for gpt and llama, not mlp"},
+      {bad([](GenOptions& o) { o.model = gen::Model::Llama; o.heads = 16; }), "--hidden / --heads = 1 must be even"},
+      {bad([](GenOptions& o) { o.model = gen::Model::Llama; o.optimizer = gen::Optimizer::AdamW; o.backward = false; }),
+       "--optimizer adamw needs the backward pass"},
+      {bad([](GenOptions& o) { o.amp = true; o.dtype = DType::Float64; }), "--amp bf16 keeps float32 master weights"},
       {bad([](GenOptions& o) { o.dropout = 1.0; }), "--dropout must be in [0, 1)"},
       {bad([](GenOptions& o) { o.seq = 1 << 24; o.hidden = 1 << 24; o.ffn = 1 << 24; o.batch = 1 << 24; }), "more than 2^59"},
       {bad([](GenOptions& o) { o.hidden = 1 << 25; }), "--hidden 33554432 is larger than 16777216"},
