@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 
 #include "ir/json_text.h"
@@ -18,7 +19,15 @@ JsonObject JsonObject::fromCompactText(std::string_view compact_text) {
 // nesting is counted, so a value ends at the first ',' or '}' at depth zero.
 std::vector<Member>& JsonObject::members() const {
   if (members_) return *members_;
-  members_ = std::make_unique<std::vector<Member>>();
+  // Collected on the stack first, then moved into a vector of the exact size: a dist_attr has
+  // about seven members, and growing the vector one by one cost four allocations per op.
+  Member small[16];
+  size_t count = 0;
+  std::vector<Member> more;  // past 16 members
+  auto add = [&](Member m) {
+    if (count < std::size(small)) small[count++] = m;
+    else more.push_back(m);
+  };
   std::string_view t = text_;
   size_t i = 1;  // after '{'
   auto skipString = [&](size_t p) {  // p at the opening quote; returns index after closing quote
@@ -45,9 +54,14 @@ std::vector<Member>& JsonObject::members() const {
       } else if (c == ',' && depth == 0) break;
       ++p;
     }
-    members_->push_back({key, t.substr(v, p - v)});
+    add({key, t.substr(v, p - v)});
     i = (p < t.size() && t[p] == ',') ? p + 1 : p;
   }
+  auto list = std::make_unique<std::vector<Member>>();
+  list->reserve(count + more.size());
+  list->insert(list->end(), small, small + count);
+  list->insert(list->end(), more.begin(), more.end());
+  members_ = std::move(list);
   return *members_;
 }
 
