@@ -48,7 +48,7 @@ BlockLiveness computeLiveness(const Program& p, const LivenessOptions& o) {
 }
 
 void checkOpsReplayable(const Job& job) {
-  std::vector<std::string_view> types;  // in order of first use
+  std::vector<std::pair<std::string_view, size_t>> types;  // in order of first use, with counts
   std::string first;
   size_t count = 0;
   for (const auto& p : job.programs) {
@@ -59,16 +59,19 @@ void checkOpsReplayable(const Job& job) {
       if (!replayable(op)) {
         if (first.empty()) first = opAt(*p, b, index);
         ++count;
-        if (std::find(types.begin(), types.end(), op.type) == types.end()) types.push_back(op.type);
+        auto it = std::find_if(types.begin(), types.end(), [&](const auto& t) { return t.first == op.type; });
+        if (it == types.end()) types.emplace_back(op.type, 1);
+        else ++it->second;
       }
       ++index;
     }
   }
-  if (types.size() < 2) return;  // one unknown type: checkReplayable names the op
+  if (count < 2) return;  // one op: checkReplayable names it
   std::string list;
-  for (auto t : types) list += (list.empty() ? "" : ", ") + std::string(t);
+  for (const auto& [t, n] : types) list += (list.empty() ? "" : ", ") + std::string(t) + " x" + std::to_string(n);
   throw InputError(job.path, first, "not replayable: " + list + " (" + std::to_string(count) + " ops of " +
-                                        std::to_string(types.size()) + " types outside the replay catalogue)");
+                                        std::to_string(types.size()) + (types.size() == 1 ? " type" : " types") +
+                                        " outside the replay catalogue)");
 }
 
 void checkReplayable(const Program& p) {

@@ -59,9 +59,10 @@ BlockLiveness computeLiveness(const Program& p, const LivenessOptions& o = {});
 // Throws InputError naming op, rank, block and index when replay cannot run `p`: an op with no
 // kernel that is not a collective, an op outside block 0's reach, or a var with an unknown (-1) dim.
 void checkReplayable(const Program& p);
-// Before any per-program check: when the job's programs use more than one op type outside the
-// replay catalogue (an imported Paddle program: conv2d, batch_norm, ...), one line lists them all,
-// "not replayable: conv2d, batch_norm, ... (N ops of K types ...)", instead of naming the first.
+// Before any per-program check: when the job's programs hold more than one op outside the replay
+// catalogue (an imported Paddle program: conv2d, batch_norm, ...), one line names every type once
+// with its count, "not replayable: conv2d x53, batch_norm x53 (106 ops of 2 types ...)", instead
+// of naming the first op.
 void checkOpsReplayable(const Job& job);
 
 RankRun executeProgram(const Program& p, Communicator& comm, const ExecOptions& o);

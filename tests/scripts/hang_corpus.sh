@@ -22,7 +22,7 @@ python3 "$SRC/tests/scripts/hang_corpus.py" "$tmp" > "$tmp/list" || { echo "FAIL
 replay_outcome() {
   if [ "$1" -eq 0 ]; then echo ran
   elif echo "$2" | grep -q "timed out after"; then echo hangs
-  elif echo "$2" | grep -q "replay does not support this op"; then echo refused
+  elif echo "$2" | grep -qE "replay does not support this op|not replayable: "; then echo refused
   else echo "other(rc $1)"; fi
 }
 
