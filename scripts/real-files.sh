@@ -18,7 +18,7 @@ step() {
   start=$(date +%s%N)
   "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
   end=$(date +%s%N)
-  if [ $rc = 0 ]; then awk -v ns=$((end - start)) 'BEGIN { printf "ok %.1fs", ns / 1e9 }'; else printf 'exit %d: %s' $rc "$(head -c 120 "$tmp/err" | tr '\n|' '  ')"; fi
+  if [ $rc = 0 ]; then awk -v ns=$((end - start)) 'BEGIN { printf "ok %.1fs", ns / 1e9 }'; else printf 'exit %d: %s' $rc "$(grep -v '^note: ' "$tmp/err" | head -c 140 | tr '\n|' '  ')"; fi
 }
 ops() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sum(len(b['ops']) for p in j['programs'] for b in p['blocks']))" "$1" 2>/dev/null || echo "-"; }
 

@@ -99,7 +99,14 @@ void operandGrad(const BroadcastPlan& p, bool self_is_x, const T* g, const T* ot
   for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
 }
 
-template <Kind K> void backward(KernelContext& c) {
+// A binary op's grad reading X, Y and Out@GRAD, checked: one storage, Out@GRAD shaped as X and Y
+// broadcast, an operand grad asked for.
+struct BinaryGrad {
+  const Tensor &x, &y, &g;
+  Tensor *dx, *dy;
+  BroadcastPlan p;
+};
+BinaryGrad binaryGrad(KernelContext& c) {
   const Tensor& x = requireInput(c, "X");
   const Tensor& y = requireInput(c, "Y");
   const Tensor& g = requireInput(c, "Out@GRAD");
@@ -110,6 +117,23 @@ template <Kind K> void backward(KernelContext& c) {
   BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
   requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
   requireOperandGrads(c, x, y, dx, dy);
+  return {x, y, g, dx, dy, std::move(p)};
+}
+
+// Sums term(ix, iy, io) over every broadcast element into an operand's gradient (X's when
+// `self_is_x`, else Y's), in double and in a fixed order.
+template <typename T, typename Term>
+void sumIntoOperand(const BroadcastPlan& p, bool self_is_x, T* d, int64_t d_numel, Term term) {
+  std::vector<double> acc(size_t(d_numel), 0.0);
+  p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
+    int64_t os = self_is_x ? ox : oy, ss = self_is_x ? sx : sy;
+    for (int64_t i = 0; i < n; ++i) acc[size_t(os + i * ss)] += term(ox + i * sx, oy + i * sy, oo + i);
+  });
+  for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
+}
+
+template <Kind K> void backward(KernelContext& c) {
+  auto [x, y, g, dx, dy, p] = binaryGrad(c);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     if (dx) operandGrad<K, T>(p, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel());
@@ -138,17 +162,11 @@ void divideGrad(KernelContext& c) {
     const T* gp = g.data<T>();
     const T* yp = y.data<T>();
     const T* op = out.data<T>();
-    // term(oo, oy) is one element's contribution; `self_is_x` picks the gradient's offsets.
-    auto accumulate = [&](T* d, int64_t d_numel, bool self_is_x, auto term) {
-      std::vector<double> acc(size_t(d_numel), 0.0);
-      p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
-        int64_t os = self_is_x ? ox : oy, ss = self_is_x ? sx : sy;
-        for (int64_t i = 0; i < n; ++i) acc[size_t(os + i * ss)] += double(term(oo + i, oy + i * sy));
-      });
-      for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
-    };
-    if (dx) accumulate(dx->data<T>(), dx->numel(), true, [&](int64_t o, int64_t iy) { return gp[o] / yp[iy]; });
-    if (dy) accumulate(dy->data<T>(), dy->numel(), false, [&](int64_t o, int64_t iy) { return -gp[o] * op[o] / yp[iy]; });
+    if (dx)
+      sumIntoOperand(p, true, dx->data<T>(), dx->numel(), [&](int64_t, int64_t iy, int64_t o) { return double(gp[o] / yp[iy]); });
+    if (dy)
+      sumIntoOperand(p, false, dy->data<T>(), dy->numel(),
+                     [&](int64_t, int64_t iy, int64_t o) { return double(-gp[o] * op[o] / yp[iy]); });
   });
 }
 
@@ -156,33 +174,18 @@ void divideGrad(KernelContext& c) {
 // (x > y for max, x < y for min) and to Y otherwise, ties included; each summed over its
 // operand's broadcast dims in double.
 template <Kind K> void compareGrad(KernelContext& c) {
-  const Tensor& x = requireInput(c, "X");
-  const Tensor& y = requireInput(c, "Y");
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor* dx = optionalOutput(c, "X@GRAD");
-  Tensor* dy = optionalOutput(c, "Y@GRAD");
-  requireSameStorage(c, "Y", y, "X", x);
-  requireSameStorage(c, "Out@GRAD", g, "X", x);
-  BroadcastPlan p = planBroadcast(c, x.shape(), y.shape(), intAttr(c, "axis", -1));
-  requireShape(c, "Out@GRAD", g, p.out_shape, "X and Y broadcast");
-  requireOperandGrads(c, x, y, dx, dy);
+  auto [x, y, g, dx, dy, p] = binaryGrad(c);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     const T* xp = x.data<T>();
     const T* yp = y.data<T>();
     const T* gp = g.data<T>();
     auto x_wins = [](T a, T b) { return K == Kind::Max ? a > b : a < b; };
-    auto accumulate = [&](T* d, int64_t d_numel, bool self_is_x) {
-      std::vector<double> acc(size_t(d_numel), 0.0);
-      p.forEachRun([&](int64_t ox, int64_t oy, int64_t oo, int64_t n, int64_t sx, int64_t sy) {
-        int64_t os = self_is_x ? ox : oy, ss = self_is_x ? sx : sy;
-        for (int64_t i = 0; i < n; ++i)
-          if (x_wins(xp[ox + i * sx], yp[oy + i * sy]) == self_is_x) acc[size_t(os + i * ss)] += double(gp[oo + i]);
-      });
-      for (int64_t i = 0; i < d_numel; ++i) d[i] = T(acc[size_t(i)]);
+    auto share = [&](bool self_is_x) {
+      return [&, self_is_x](int64_t ix, int64_t iy, int64_t o) { return x_wins(xp[ix], yp[iy]) == self_is_x ? double(gp[o]) : 0.0; };
     };
-    if (dx) accumulate(dx->data<T>(), dx->numel(), true);
-    if (dy) accumulate(dy->data<T>(), dy->numel(), false);
+    if (dx) sumIntoOperand(p, true, dx->data<T>(), dx->numel(), share(true));
+    if (dy) sumIntoOperand(p, false, dy->data<T>(), dy->numel(), share(false));
   });
 }
 
