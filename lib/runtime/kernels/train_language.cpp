@@ -12,6 +12,52 @@
 #include "runtime/kernels/train_language.h"
 
 namespace spopt::rt {
+Lookup lookupOf(const KernelContext& c) {
+  const Tensor& ids = requireInput(c, "Ids");
+  const Tensor& w = requireInput(c, "W");
+  Tensor& out = requireOutput(c, "Out");
+  requireIds(c, "Ids", ids);
+  requireSameStorage(c, "Out", out, "W", w);
+  Table t = tableOf(c, w);
+  requireShape(c, "Out", out, lookupShape(ids, t), "Ids' dims + [W's width]");
+  return {ids, w, out, t};
+}
+
+LookupGrad lookupGradOf(const KernelContext& c) {
+  const Tensor& ids = requireInput(c, "Ids");
+  const Tensor& w = requireInput(c, "W");  // its shape only
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dw = requireOutput(c, "W@GRAD");
+  requireIds(c, "Ids", ids);
+  requireSameStorage(c, "W@GRAD", dw, "W", w);
+  requireSameStorage(c, "Out@GRAD", g, "W", w);
+  Table t = tableOf(c, w);
+  requireShape(c, "W@GRAD", dw, w.shape(), "W's shape");
+  requireShape(c, "Out@GRAD", g, lookupShape(ids, t), "Ids' dims + [W's width]");
+  return {ids, w, g, dw, t};
+}
+
+void sumRowsOfPositions(const KernelContext& c, const LookupGrad& io, std::vector<std::pair<int64_t, int64_t>> order) {
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const int64_t width = io.t.width;
+  dispatchFloat(c, "W", io.w, [&](auto tag) {
+    using T = decltype(tag);
+    const T* gp = io.g.data<T>();
+    T* d = io.dw.data<T>();
+    std::fill(d, d + io.dw.numel(), T(0));
+    std::vector<double> acc(static_cast<size_t>(width));
+    for (size_t k = 0; k < order.size();) {
+      int64_t r = order[k].first;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (; k < order.size() && order[k].first == r; ++k) {
+        const T* row = gp + order[k].second * width;
+        for (int64_t j = 0; j < width; ++j) acc[size_t(j)] += double(row[j]);
+      }
+      for (int64_t j = 0; j < width; ++j) d[r * width + j] = T(acc[size_t(j)]);
+    }
+  });
+}
+
 namespace {
 
 // The id at position i, checked against the table: kNoPadding-aware callers skip padding rows.
@@ -24,13 +70,7 @@ int64_t checkedId(const KernelContext& c, const Tensor& ids, int64_t i, const Ta
 
 // lookup_table_v2: Out[i] = W[Ids[i]], zeros where Ids[i] == padding_idx.
 void embedding(KernelContext& c) {
-  const Tensor& ids = requireInput(c, "Ids");
-  const Tensor& w = requireInput(c, "W");
-  Tensor& out = requireOutput(c, "Out");
-  requireIds(c, "Ids", ids);
-  requireSameStorage(c, "Out", out, "W", w);
-  Table t = tableOf(c, w);
-  requireShape(c, "Out", out, lookupShape(ids, t), "Ids' dims + [W's width]");
+  auto [ids, w, out, t] = lookupOf(c);
   int64_t padding = intAttr(c, "padding_idx", kNoPadding);
   dispatchFloat(c, "W", w, [&](auto tag) {
     using T = decltype(tag);
@@ -48,45 +88,15 @@ void embedding(KernelContext& c) {
   });
 }
 
-// lookup_table_v2_grad: W@GRAD[r] = sum of Out@GRAD[i] over Ids[i] == r (none for padding_idx),
-// summed in double in position order: positions are grouped by id first, so the result does not
-// depend on how the ids interleave.
+// lookup_table_v2_grad: W@GRAD[r] = sum of Out@GRAD[i] over Ids[i] == r (none for padding_idx).
 void embeddingGrad(KernelContext& c) {
-  const Tensor& ids = requireInput(c, "Ids");
-  const Tensor& w = requireInput(c, "W");  // its shape only
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor& dw = requireOutput(c, "W@GRAD");
-  requireIds(c, "Ids", ids);
-  requireSameStorage(c, "W@GRAD", dw, "W", w);
-  requireSameStorage(c, "Out@GRAD", g, "W", w);
-  Table t = tableOf(c, w);
-  requireShape(c, "W@GRAD", dw, w.shape(), "W's shape");
-  requireShape(c, "Out@GRAD", g, lookupShape(ids, t), "Ids' dims + [W's width]");
+  LookupGrad io = lookupGradOf(c);
   int64_t padding = intAttr(c, "padding_idx", kNoPadding);
-  std::vector<int64_t> order;
-  order.reserve(size_t(ids.numel()));
-  for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
-    int64_t id = checkedId(c, ids, i, t);
-    if (padding == kNoPadding || id != padding) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return idAt(ids, a) < idAt(ids, b); });
-  dispatchFloat(c, "W", w, [&](auto tag) {
-    using T = decltype(tag);
-    const T* gp = g.data<T>();
-    T* d = dw.data<T>();
-    std::fill(d, d + dw.numel(), T(0));
-    std::vector<double> acc(size_t(t.width));
-    for (size_t k = 0; k < order.size();) {
-      int64_t id = idAt(ids, order[k]);
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (; k < order.size() && idAt(ids, order[k]) == id; ++k) {
-        const T* row = gp + order[k] * t.width;
-        for (int64_t j = 0; j < t.width; ++j) acc[size_t(j)] += double(row[j]);
-      }
-      T* out = d + id * t.width;
-      for (int64_t j = 0; j < t.width; ++j) out[j] = T(acc[size_t(j)]);
-    }
-  });
+  std::vector<std::pair<int64_t, int64_t>> rows_positions;
+  rows_positions.reserve(size_t(io.ids.numel()));
+  for (int64_t i = 0, n = io.ids.numel(); i < n; ++i)
+    if (int64_t id = checkedId(c, io.ids, i, io.t); padding == kNoPadding || id != padding) rows_positions.emplace_back(id, i);
+  sumRowsOfPositions(c, io, std::move(rows_positions));
 }
 
 void requireHardLabels(const KernelContext& c) {

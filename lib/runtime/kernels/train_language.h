@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/kernels/kernel_util.h"
@@ -33,6 +34,28 @@ inline std::vector<int64_t> lookupShape(const Tensor& ids, const Table& t) {
   s.push_back(t.width);
   return s;
 }
+
+// An embedding lookup's tensors (lookup_table_v2, c_embedding), checked: integer Ids, Out in W's
+// storage, shaped Ids' dims + [W's width].
+struct Lookup {
+  const Tensor &ids, &w;
+  Tensor& out;
+  Table t;
+};
+Lookup lookupOf(const KernelContext& c);
+
+// Its grad's (lookup_table_v2_grad, c_embedding_grad): W@GRAD as W, Out@GRAD as the lookup's Out.
+struct LookupGrad {
+  const Tensor &ids, &w, &g;
+  Tensor& dw;
+  Table t;
+};
+LookupGrad lookupGradOf(const KernelContext& c);
+
+// W@GRAD from (row, position) pairs: each row the sum of its positions' Out@GRAD rows, in double,
+// in position order (the pairs are grouped by row first, so the result does not depend on how the
+// ids interleave); rows no pair names are zero.
+void sumRowsOfPositions(const KernelContext& c, const LookupGrad& io, std::vector<std::pair<int64_t, int64_t>> rows_positions);
 
 // Logits viewed as [outer, classes, inner] around the class axis.
 struct ClassView {

@@ -28,13 +28,7 @@ Shard shardOf(const KernelContext& c, const Table& t) {
 
 // c_embedding: Out[i] = W[Ids[i] - start_index] for ids this shard holds, zeros for the others.
 void shardEmbedding(KernelContext& c) {
-  const Tensor& w = requireInput(c, "W");
-  const Tensor& ids = requireInput(c, "Ids");
-  Tensor& out = requireOutput(c, "Out");
-  requireIds(c, "Ids", ids);
-  requireSameStorage(c, "Out", out, "W", w);
-  Table t = tableOf(c, w);
-  requireShape(c, "Out", out, lookupShape(ids, t), "Ids' dims + [W's width]");
+  auto [ids, w, out, t] = lookupOf(c);
   Shard sh = shardOf(c, t);
   dispatchFloat(c, "W", w, [&](auto tag) {
     using T = decltype(tag);
@@ -52,37 +46,12 @@ void shardEmbedding(KernelContext& c) {
 // c_embedding_grad: W@GRAD[r] = sum of Out@GRAD[i] over the ids i that read row r of this shard,
 // in double, grouped by row in position order (independent of how the ids interleave).
 void shardEmbeddingGrad(KernelContext& c) {
-  const Tensor& w = requireInput(c, "W");  // its shape only
-  const Tensor& ids = requireInput(c, "Ids");
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor& dw = requireOutput(c, "W@GRAD");
-  requireIds(c, "Ids", ids);
-  requireSameStorage(c, "W@GRAD", dw, "W", w);
-  requireSameStorage(c, "Out@GRAD", g, "W", w);
-  Table t = tableOf(c, w);
-  requireShape(c, "W@GRAD", dw, w.shape(), "W's shape");
-  requireShape(c, "Out@GRAD", g, lookupShape(ids, t), "Ids' dims + [W's width]");
-  Shard sh = shardOf(c, t);
-  std::vector<std::pair<int64_t, int64_t>> order;  // (local row, position)
-  for (int64_t i = 0, n = ids.numel(); i < n; ++i)
-    if (int64_t r = sh.local(idAt(ids, i)); r >= 0) order.emplace_back(r, i);
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  dispatchFloat(c, "W", w, [&](auto tag) {
-    using T = decltype(tag);
-    const T* gp = g.data<T>();
-    T* d = dw.data<T>();
-    std::fill(d, d + dw.numel(), T(0));
-    std::vector<double> acc(size_t(t.width));
-    for (size_t k = 0; k < order.size();) {
-      int64_t r = order[k].first;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (; k < order.size() && order[k].first == r; ++k) {
-        const T* row = gp + order[k].second * t.width;
-        for (int64_t j = 0; j < t.width; ++j) acc[size_t(j)] += double(row[j]);
-      }
-      for (int64_t j = 0; j < t.width; ++j) d[r * t.width + j] = T(acc[size_t(j)]);
-    }
-  });
+  LookupGrad io = lookupGradOf(c);
+  Shard sh = shardOf(c, io.t);
+  std::vector<std::pair<int64_t, int64_t>> rows_positions;  // (local row, position)
+  for (int64_t i = 0, n = io.ids.numel(); i < n; ++i)
+    if (int64_t r = sh.local(idAt(io.ids, i)); r >= 0) rows_positions.emplace_back(r, i);
+  sumRowsOfPositions(c, io, std::move(rows_positions));
 }
 
 // The class shard of a vocab-parallel loss: classes [rank x C, (rank + 1) x C) of nranks x C. The
