@@ -76,26 +76,9 @@ void gelu(KernelContext& c) {
 }
 
 void geluGrad(KernelContext& c) {
-  const Tensor& x = requireInput(c, "X");
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor& dx = requireOutput(c, "X@GRAD");
-  requireFloat(c, "X", x);
-  requireSameStorage(c, "Out@GRAD", g, "X", x);
-  requireSameShape(c, "Out@GRAD", g, "X", x);
-  requireSameStorage(c, "X@GRAD", dx, "X", x);
-  requireSameShape(c, "X@GRAD", dx, "X", x);
-  bool approximate = boolAttr(c, "approximate", false);
-  dispatchFloat(c, "X", x, [&](auto tag) {
-    using T = decltype(tag);
-    const T* xp = x.data<T>();
-    const T* gp = g.data<T>();
-    T* d = dx.data<T>();
-    int64_t n = x.numel();
-    if (approximate)
-      for (int64_t i = 0; i < n; ++i) d[i] = gp[i] * geluSlope(xp[i], true);
-    else
-      for (int64_t i = 0; i < n; ++i) d[i] = gp[i] * geluSlope(xp[i], false);
-  });
+  // The branch outside the loop: each form's loop vectorises on its own.
+  if (boolAttr(c, "approximate", false)) pointwiseGrad(c, "X", [](auto x, auto g) { return g * geluSlope(x, true); });
+  else pointwiseGrad(c, "X", [](auto x, auto g) { return g * geluSlope(x, false); });
 }
 
 void relu(KernelContext& c) {
@@ -113,21 +96,7 @@ void relu(KernelContext& c) {
 
 // Paddle's relu_grad reads Out: dX = dOut where Out > 0.
 void reluGrad(KernelContext& c) {
-  const Tensor& out = requireInput(c, "Out");
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor& dx = requireOutput(c, "X@GRAD");
-  requireFloat(c, "Out", out);
-  requireSameStorage(c, "Out@GRAD", g, "Out", out);
-  requireSameShape(c, "Out@GRAD", g, "Out", out);
-  requireSameStorage(c, "X@GRAD", dx, "Out", out);
-  requireSameShape(c, "X@GRAD", dx, "Out", out);
-  dispatchFloat(c, "Out", out, [&](auto tag) {
-    using T = decltype(tag);
-    const T* o = out.data<T>();
-    const T* gp = g.data<T>();
-    T* d = dx.data<T>();
-    for (int64_t i = 0, n = out.numel(); i < n; ++i) d[i] = o[i] > T(0) ? gp[i] : T(0);
-  });
+  pointwiseGrad(c, "Out", [](auto out, auto g) { return out > decltype(out)(0) ? g : decltype(g)(0); });
 }
 
 // scale: Out = scale * X + bias, or scale * (X + bias) when bias_after_scale is false. A ScaleTensor

@@ -168,20 +168,7 @@ void sqrtKernel(KernelContext& c) {
 
 // dX = dOut * 0.5 / Out (Paddle reads Out, not X).
 void sqrtGrad(KernelContext& c) {
-  const Tensor& out = requireInput(c, "Out");
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor& dx = requireOutput(c, "X@GRAD");
-  requireSameShape(c, "Out@GRAD", g, "Out", out);
-  requireSameShape(c, "X@GRAD", dx, "Out", out);
-  requireSameStorage(c, "Out@GRAD", g, "Out", out);
-  requireSameStorage(c, "X@GRAD", dx, "Out", out);
-  dispatchFloat(c, "Out", out, [&](auto tag) {
-    using T = decltype(tag);
-    const T* op = out.data<T>();
-    const T* gp = g.data<T>();
-    T* d = dx.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) d[i] = gp[i] * T(0.5) / op[i];
-  });
+  pointwiseGrad(c, "Out", [](auto out, auto g) { return g * decltype(out)(0.5) / out; });
 }
 
 // Out = X * (max_norm / ||X||) when ||X|| > max_norm, else X; the norm is summed in double.

@@ -86,4 +86,24 @@ template <typename F> double laneSum(int64_t n, F&& f) {
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
+// A pointwise op's grad: X@GRAD[i] = grad(v[i], Out@GRAD[i]), where v is the slot the grad reads
+// (X; Out for relu and sqrt, as Paddle's grads read it), all of one float storage and shape.
+template <typename Grad>
+void pointwiseGrad(KernelContext& c, std::string_view read, Grad grad) {
+  const Tensor& v = requireInput(c, read);
+  const Tensor& g = requireInput(c, "Out@GRAD");
+  Tensor& dx = requireOutput(c, "X@GRAD");
+  requireFloat(c, read, v);
+  requireSameStorage(c, "Out@GRAD", g, read, v);
+  requireSameShape(c, "Out@GRAD", g, read, v);
+  requireSameStorage(c, "X@GRAD", dx, read, v);
+  requireSameShape(c, "X@GRAD", dx, read, v);
+  dispatchFloat(c, read, v, [&](auto tag) {
+    using T = decltype(tag);
+    const T *vp = v.data<T>(), *gp = g.data<T>();
+    T* d = dx.data<T>();
+    for (int64_t i = 0, n = v.numel(); i < n; ++i) d[i] = grad(vp[i], gp[i]);
+  });
+}
+
 }  // namespace spopt::rt

@@ -156,20 +156,7 @@ void silu(KernelContext& c) {
 }
 
 void siluGrad(KernelContext& c) {
-  const Tensor& x = requireInput(c, "X");
-  const Tensor& g = requireInput(c, "Out@GRAD");
-  Tensor& dx = requireOutput(c, "X@GRAD");
-  requireFloat(c, "X", x);
-  requireSameStorage(c, "Out@GRAD", g, "X", x);
-  requireSameShape(c, "Out@GRAD", g, "X", x);
-  requireSameStorage(c, "X@GRAD", dx, "X", x);
-  requireSameShape(c, "X@GRAD", dx, "X", x);
-  dispatchFloat(c, "X", x, [&](auto tag) {
-    using T = decltype(tag);
-    const T *xp = x.data<T>(), *gp = g.data<T>();
-    T* d = dx.data<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) d[i] = gp[i] * siluSlope(xp[i]);
-  });
+  pointwiseGrad(c, "X", [](auto x, auto g) { return g * siluSlope(x); });
 }
 
 // swiglu's operands as [rows, n]: a = x's gated part, b = the multiplier (y, or x's second half).
