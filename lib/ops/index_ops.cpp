@@ -52,14 +52,7 @@ Result ruleFullLike(const OpView& op) {
 Result ruleSqueeze(const OpView& op) {
   const Var* x = op.in("X");
   if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
-  if (!known(x)) return std::nullopt;
-  auto axes = intsAttr(op, "axes", {});
-  if (!axes) return std::nullopt;
-  std::string why;
-  auto out = resolveSqueeze(x->shape, *axes, &why);
-  if (!out) return fail(op, "/attrs/axes", why);
-  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), *out, "X without the size-1 dims of axes")) return e;
-  return checkXShape(op, x);
+  return ruleDimsFromAttr(op, "axes", resolveSqueeze, "X without the size-1 dims of axes");
 }
 Result ruleSqueezeGrad(const OpView& op) {
   const Var *xs = op.in("XShape"), *g = op.in("Out@GRAD"), *dx = op.out("X@GRAD");

@@ -35,6 +35,21 @@ Result requireFloat(const OpView& op, std::string_view slot, const Var* v);
 // "Out, when present, is [0, ...X dims]" (Paddle's record of X's shape for the grad op).
 Result checkXShape(const OpView& op, const Var* x);
 
+// The rule of a view op whose Out dims follow from X's and an int-list attribute (reshape2's shape,
+// squeeze2's and unsqueeze2's axes): Out is resolve(X dims, attr, &why), XShape [0, ...X dims].
+template <typename Resolve>
+Result ruleDimsFromAttr(const OpView& op, std::string_view attr, Resolve resolve, std::string_view what) {
+  const Var* x = op.in("X");
+  if (!known(x)) return std::nullopt;
+  auto value = intsAttr(op, attr, {});
+  if (!value) return std::nullopt;
+  std::string why;
+  auto out = resolve(x->shape, *value, &why);
+  if (!out) return fail(op, "/attrs/" + std::string(attr), why);
+  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), *out, what)) return e;
+  return checkXShape(op, x);
+}
+
 // Spellings, for the definitions.
 inline Spelling legacyName(std::string_view t) { return {t, Dialect::Legacy}; }
 inline Spelling currentName(std::string_view t) { return {t, Dialect::Current}; }

@@ -8,28 +8,15 @@ namespace {
 int64_t normAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
 
 Result ruleReshape(const OpView& op) {
-  const Var* x = op.in("X");
-  if (!known(x) || hasArg(op.input("Shape"))) return std::nullopt;  // a Shape input is data
-  auto shape = intsAttr(op, "shape", {});
-  if (!shape) return std::nullopt;
-  std::string why;
-  auto target = resolveReshape(x->shape, *shape, &why);
-  if (!target) return fail(op, "/attrs/shape", why);
-  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), *target, "X reshaped")) return e;
-  return checkXShape(op, x);
+  if (hasArg(op.input("Shape"))) return std::nullopt;  // a Shape input is data
+  return ruleDimsFromAttr(op, "shape", resolveReshape, "X reshaped");
 }
 
 Result ruleUnsqueeze(const OpView& op) {
   const Var* x = op.in("X");
   if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
-  if (!known(x) || hasArg(op.input("AxesTensor")) || op.inputCount("AxesTensorList") > 0) return std::nullopt;
-  auto axes = intsAttr(op, "axes", {});
-  if (!axes) return std::nullopt;
-  std::string why;
-  auto target = resolveUnsqueeze(x->shape, *axes, &why);
-  if (!target) return fail(op, "/attrs/axes", why);
-  if (auto e = requireDims(op, "/outputs", "Out", op.out("Out"), *target, "X with a 1 at each of axes")) return e;
-  return checkXShape(op, x);
+  if (hasArg(op.input("AxesTensor")) || op.inputCount("AxesTensorList") > 0) return std::nullopt;
+  return ruleDimsFromAttr(op, "axes", resolveUnsqueeze, "X with a 1 at each of axes");
 }
 
 Result ruleTranspose(const OpView& op) {
