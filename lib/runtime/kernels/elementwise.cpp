@@ -133,7 +133,10 @@ void sumIntoOperand(const BroadcastPlan& p, bool self_is_x, T* d, int64_t d_nume
 }
 
 template <Kind K> void backward(KernelContext& c) {
-  auto [x, y, g, dx, dy, p] = binaryGrad(c);
+  const BinaryGrad b = binaryGrad(c);  // named, not bound: clang before 16 cannot capture bindings
+  const Tensor &x = b.x, &y = b.y, &g = b.g;
+  Tensor *dx = b.dx, *dy = b.dy;
+  const BroadcastPlan& p = b.p;
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     if (dx) operandGrad<K, T>(p, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel());
@@ -174,7 +177,10 @@ void divideGrad(KernelContext& c) {
 // (x > y for max, x < y for min) and to Y otherwise, ties included; each summed over its
 // operand's broadcast dims in double.
 template <Kind K> void compareGrad(KernelContext& c) {
-  auto [x, y, g, dx, dy, p] = binaryGrad(c);
+  const BinaryGrad b = binaryGrad(c);  // named, not bound: clang before 16 cannot capture bindings
+  const Tensor &x = b.x, &y = b.y, &g = b.g;
+  Tensor *dx = b.dx, *dy = b.dy;
+  const BroadcastPlan& p = b.p;
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     const T* xp = x.data<T>();

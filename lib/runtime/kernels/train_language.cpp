@@ -70,7 +70,11 @@ int64_t checkedId(const KernelContext& c, const Tensor& ids, int64_t i, const Ta
 
 // lookup_table_v2: Out[i] = W[Ids[i]], zeros where Ids[i] == padding_idx.
 void embedding(KernelContext& c) {
-  auto [ids, w, out, t] = lookupOf(c);
+  // Named references, not a structured binding: clang before 16 cannot capture those in lambdas.
+  const Lookup io = lookupOf(c);
+  const Tensor &ids = io.ids, &w = io.w;
+  Tensor& out = io.out;
+  const Table t = io.t;
   int64_t padding = intAttr(c, "padding_idx", kNoPadding);
   dispatchFloat(c, "W", w, [&](auto tag) {
     using T = decltype(tag);

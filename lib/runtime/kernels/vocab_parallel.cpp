@@ -28,7 +28,11 @@ Shard shardOf(const KernelContext& c, const Table& t) {
 
 // c_embedding: Out[i] = W[Ids[i] - start_index] for ids this shard holds, zeros for the others.
 void shardEmbedding(KernelContext& c) {
-  auto [ids, w, out, t] = lookupOf(c);
+  // Named references, not a structured binding: clang before 16 cannot capture those in lambdas.
+  const Lookup io = lookupOf(c);
+  const Tensor &ids = io.ids, &w = io.w;
+  Tensor& out = io.out;
+  const Table t = io.t;
   Shard sh = shardOf(c, t);
   dispatchFloat(c, "W", w, [&](auto tag) {
     using T = decltype(tag);
