@@ -133,14 +133,12 @@ void sumIntoOperand(const BroadcastPlan& p, bool self_is_x, T* d, int64_t d_nume
 }
 
 template <Kind K> void backward(KernelContext& c) {
-  const BinaryGrad b = binaryGrad(c);  // named, not bound: clang before 16 cannot capture bindings
-  const Tensor &x = b.x, &y = b.y, &g = b.g;
-  Tensor *dx = b.dx, *dy = b.dy;
-  const BroadcastPlan& p = b.p;
-  dispatchFloat(c, "X", x, [&](auto tag) {
+  const BinaryGrad io = binaryGrad(c);
+  dispatchFloat(c, "X", io.x, [&](auto tag) {
     using T = decltype(tag);
-    if (dx) operandGrad<K, T>(p, true, g.data<T>(), y.data<T>(), dx->data<T>(), dx->numel());
-    if (dy) operandGrad<K, T>(p, false, g.data<T>(), x.data<T>(), dy->data<T>(), dy->numel());
+    const T* gp = io.g.data<T>();
+    if (io.dx) operandGrad<K, T>(io.p, true, gp, io.y.data<T>(), io.dx->data<T>(), io.dx->numel());
+    if (io.dy) operandGrad<K, T>(io.p, false, gp, io.x.data<T>(), io.dy->data<T>(), io.dy->numel());
   });
 }
 
@@ -177,21 +175,18 @@ void divideGrad(KernelContext& c) {
 // (x > y for max, x < y for min) and to Y otherwise, ties included; each summed over its
 // operand's broadcast dims in double.
 template <Kind K> void compareGrad(KernelContext& c) {
-  const BinaryGrad b = binaryGrad(c);  // named, not bound: clang before 16 cannot capture bindings
-  const Tensor &x = b.x, &y = b.y, &g = b.g;
-  Tensor *dx = b.dx, *dy = b.dy;
-  const BroadcastPlan& p = b.p;
-  dispatchFloat(c, "X", x, [&](auto tag) {
+  const BinaryGrad io = binaryGrad(c);
+  dispatchFloat(c, "X", io.x, [&](auto tag) {
     using T = decltype(tag);
-    const T* xp = x.data<T>();
-    const T* yp = y.data<T>();
-    const T* gp = g.data<T>();
+    const T* xp = io.x.data<T>();
+    const T* yp = io.y.data<T>();
+    const T* gp = io.g.data<T>();
     auto x_wins = [](T a, T b) { return K == Kind::Max ? a > b : a < b; };
     auto share = [&](bool self_is_x) {
       return [&, self_is_x](int64_t ix, int64_t iy, int64_t o) { return x_wins(xp[ix], yp[iy]) == self_is_x ? double(gp[o]) : 0.0; };
     };
-    if (dx) sumIntoOperand(p, true, dx->data<T>(), dx->numel(), share(true));
-    if (dy) sumIntoOperand(p, false, dy->data<T>(), dy->numel(), share(false));
+    if (io.dx) sumIntoOperand(io.p, true, io.dx->data<T>(), io.dx->numel(), share(true));
+    if (io.dy) sumIntoOperand(io.p, false, io.dy->data<T>(), io.dy->numel(), share(false));
   });
 }
 

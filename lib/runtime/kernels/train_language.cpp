@@ -70,25 +70,10 @@ int64_t checkedId(const KernelContext& c, const Tensor& ids, int64_t i, const Ta
 
 // lookup_table_v2: Out[i] = W[Ids[i]], zeros where Ids[i] == padding_idx.
 void embedding(KernelContext& c) {
-  // Named references, not a structured binding: clang before 16 cannot capture those in lambdas.
   const Lookup io = lookupOf(c);
-  const Tensor &ids = io.ids, &w = io.w;
-  Tensor& out = io.out;
-  const Table t = io.t;
   int64_t padding = intAttr(c, "padding_idx", kNoPadding);
-  dispatchFloat(c, "W", w, [&](auto tag) {
-    using T = decltype(tag);
-    const T* wp = w.data<T>();
-    T* o = out.data<T>();
-    for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
-      T* row = o + i * t.width;
-      if (padding != kNoPadding && idAt(ids, i) == padding) {
-        std::fill(row, row + t.width, T(0));
-        continue;
-      }
-      const T* src = wp + checkedId(c, ids, i, t) * t.width;
-      std::copy(src, src + t.width, row);
-    }
+  copyRows(c, io, [&](int64_t i) {
+    return padding != kNoPadding && idAt(io.ids, i) == padding ? int64_t(-1) : checkedId(c, io.ids, i, io.t);
   });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // What the embedding and cross-entropy kernels share with their vocab-parallel forms
 // (train_language.cpp, vocab_parallel.cpp): integer ids, the table's geometry, the class axis.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +44,23 @@ struct Lookup {
   Table t;
 };
 Lookup lookupOf(const KernelContext& c);
+
+// The lookup itself: Out[i] = W[row(i)], zeros where row(i) < 0 (padding, or an id outside a shard).
+template <typename Row>
+void copyRows(const KernelContext& c, const Lookup& io, Row row) {
+  const int64_t width = io.t.width;
+  dispatchFloat(c, "W", io.w, [&](auto tag) {
+    using T = decltype(tag);
+    const T* wp = io.w.data<T>();
+    T* o = io.out.data<T>();
+    for (int64_t i = 0, n = io.ids.numel(); i < n; ++i) {
+      T* dst = o + i * width;
+      int64_t r = row(i);
+      if (r < 0) std::fill(dst, dst + width, T(0));
+      else std::copy(wp + r * width, wp + (r + 1) * width, dst);
+    }
+  });
+}
 
 // Its grad's (lookup_table_v2_grad, c_embedding_grad): W@GRAD as W, Out@GRAD as the lookup's Out.
 struct LookupGrad {

@@ -28,23 +28,9 @@ Shard shardOf(const KernelContext& c, const Table& t) {
 
 // c_embedding: Out[i] = W[Ids[i] - start_index] for ids this shard holds, zeros for the others.
 void shardEmbedding(KernelContext& c) {
-  // Named references, not a structured binding: clang before 16 cannot capture those in lambdas.
   const Lookup io = lookupOf(c);
-  const Tensor &ids = io.ids, &w = io.w;
-  Tensor& out = io.out;
-  const Table t = io.t;
-  Shard sh = shardOf(c, t);
-  dispatchFloat(c, "W", w, [&](auto tag) {
-    using T = decltype(tag);
-    const T* wp = w.data<T>();
-    T* o = out.data<T>();
-    for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
-      T* row = o + i * t.width;
-      int64_t r = sh.local(idAt(ids, i));
-      if (r < 0) std::fill(row, row + t.width, T(0));
-      else std::copy(wp + r * t.width, wp + (r + 1) * t.width, row);
-    }
-  });
+  Shard sh = shardOf(c, io.t);
+  copyRows(c, io, [&](int64_t i) { return sh.local(idAt(io.ids, i)); });
 }
 
 // c_embedding_grad: W@GRAD[r] = sum of Out@GRAD[i] over the ids i that read row r of this shard,
