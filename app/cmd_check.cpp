@@ -57,9 +57,7 @@ int checkSerial(const Options& o, rt::Backend& backend, const Job& serial, const
                 const rt::ExecOptions& eo, const rt::Tolerance& tol) {
   if (o.loss_reduce != "sum" && o.loss_reduce != "mean")
     throw InputError("--loss-reduce", "", "must be sum or mean, not \"" + o.loss_reduce + "\"");
-  if (serial.programs.size() != 1)
-    throw InputError(o.before, "/programs", "--serial: the serial job has " + std::to_string(serial.programs.size()) +
-                                               " programs; it must have one");
+  rt::checkSerialJob(serial);  // before the distributed job runs
   std::map<int64_t, std::string> dist_kept = backend.run(ranks, [&](int64_t rank, rt::CommFactory& comms) {
     return rt::encodeKept(comms.execute(dist, rank, eo));
   });

@@ -117,6 +117,14 @@ Tensor scalar(double v) {
 
 }  // namespace
 
+void checkSerialJob(const Job& serial) {
+  if (serial.programs.size() != 1)
+    throw InputError(serial.path, "/programs", "--serial: the serial job has " + std::to_string(serial.programs.size()) +
+                                                   " programs; it must have one");
+  if (serial.programs[0]->fetch.empty())
+    throw InputError(serial.path, "/programs/0/fetch", "--serial: the serial job fetches no loss");
+}
+
 std::string encodeKept(const RankRun& run) {
   ojson j = ojson::object();
   for (const auto& [name, t] : run.kept) {
@@ -130,11 +138,8 @@ std::string encodeKept(const RankRun& run) {
 SerialComparison compareWithSerial(const Job& serial, const RankRun& serial_run, const Job& dist,
                                    const std::map<int64_t, std::string>& dist_kept, const Tolerance& tol,
                                    LossReduce reduce, const std::string& dist_path) {
-  if (serial.programs.size() != 1)
-    throw InputError(serial.path, "/programs", "--serial: the serial job has " + std::to_string(serial.programs.size()) +
-                                                   " programs; it must have one");
+  checkSerialJob(serial);
   const Program& sp = *serial.programs[0];
-  if (sp.fetch.empty()) throw InputError(serial.path, "/programs/0/fetch", "--serial: the serial job fetches no loss");
   VarValues serial_values;
   for (const auto& [name, t] : serial_run.kept) serial_values.emplace(name, asFloat64(t));
   std::map<int64_t, VarValues> kept;

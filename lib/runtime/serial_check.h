@@ -33,6 +33,9 @@ struct SerialComparison {
   size_t loss_shards = 0;  // ranks whose losses made the distributed loss
 };
 
+// Throws InputError unless `serial` can be the serial side: one program that fetches its loss.
+void checkSerialJob(const Job& serial);
+
 // `serial_run`: the serial job's one rank; `dist_kept`: encodeKept of every rank of `dist`.
 // Throws InputError (naming `dist_path`) when the jobs cannot be compared: SERIAL with more than
 // one program, no fetched loss, a parameter no rank holds or whose shards do not cover it.
