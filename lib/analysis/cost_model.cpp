@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/comm_stats.h"
+#include "analysis/p2p.h"
 #include "ops/op_view.h"
 
 namespace spopt {
@@ -145,7 +146,7 @@ double gemmSize(const Op& op) {
 double opFlops(const Op& op) {
   OpView v(op);
   auto c = asCollective(op);
-  if ((c && c->kind != CollectiveKind::KernelAllReduce) || v.has(trait::MovesOnly)) return 0;
+  if ((c && c->kind != CollectiveKind::KernelAllReduce) || v.has(trait::MovesOnly) || (v.def() && v.def()->p2p)) return 0;
   if (const OpDef* d = v.def(); d && (d->cost.flops || d->cost.per_element >= 0)) {
     if (d->cost.flops) return d->cost.flops(v);
     const Var* counted = d->cost.of_input ? v.in(d->cost.slot) : v.out(d->cost.slot);
@@ -206,8 +207,17 @@ double ringSeconds(const Op& op, const Collective& c, const HardwareModel& m) {
 }
 }  // namespace
 
+double p2pSeconds(const PointToPoint& p, const HardwareModel& m) {
+  // One transfer over one link: alpha + bytes / link bandwidth (a ring's per-rank bus bandwidth
+  // is its links' bandwidth; one ring step).
+  const Var* v = p.tensor;
+  if (!v || v->byteSize().value_or(0) == 0) return 0;
+  return m.latency_s + m.step_latency_s + double(*v->byteSize()) / m.bus_bw;
+}
+
 // A kernel all-reduce costs its compute and its ring time, one after the other.
 double opCostSeconds(const Op& op, const HardwareModel& m) {
+  if (auto p = asPointToPoint(op)) return p2pSeconds(*p, m);
   double ring_s = 0;
   if (auto c = asCollective(op)) {
     ring_s = ringSeconds(op, *c, m);

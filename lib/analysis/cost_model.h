@@ -83,5 +83,8 @@ std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, 
 // Seconds of the op on `m`: a collective alpha + steps x step latency + wire / bus_bw; a compute op
 // overhead + max(FLOPs / peak, bytes / mem_bw).
 double opCostSeconds(const Op& op, const HardwareModel& m);
+// A send or receive (analysis/p2p.h): alpha + bytes / link bandwidth (bus_bw); 0 for no data.
+struct PointToPoint;
+double p2pSeconds(const PointToPoint& p, const HardwareModel& m);
 
 }  // namespace spopt

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/collectives.h"
+#include "analysis/p2p.h"
 #include "ir/json_pointer.h"
 #include "ir/op_role.h"
 
@@ -119,6 +120,13 @@ HangReport checkHangs(const Job& job) {
     r.errors.push_back({job.path, pointerOf(inst.members.front()),
                         "hang: " + g.describe(inst.members.front()) + " has no partner on rank(s) " + missing +
                             ", which issue fewer collectives on ring " + std::to_string(inst.ring_id) + ": it waits forever"});
+  }
+  for (uint32_t n : g.unmatchedP2P()) {
+    const HbNode& node = g.nodes()[n];
+    bool send = asPointToPoint(*node.op)->kind == P2PKind::Send;
+    r.errors.push_back({job.path, pointerOf(n),
+                        "hang: " + g.describe(n) + " has no partner: rank " + std::to_string(node.peer_rank) + " issues no matching " +
+                            (send ? "receive" : "send") + ", so it waits forever"});
   }
   for (const CollectiveInstance& inst : g.instances()) {
     if (!inst.mismatched) continue;

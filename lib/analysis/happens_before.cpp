@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/collectives.h"
 #include "analysis/liveness.h"
+#include "analysis/p2p.h"
 #include "ir/json_pointer.h"
 #include "ir/op_role.h"
 
@@ -103,7 +105,51 @@ HappensBefore::HappensBefore(const Job& job) : job_(job) {
       for (int64_t r : g->ranks) present += job.program(r) ? 1 : 0;
     if (inst.members.size() < present) unmatched_.push_back({k, present});
   }
+  pairPointToPoint();
   buildCsr();
+}
+
+// Joins each send with its receive (the k-th of a channel on both sides) and each group's members
+// into instances: the connected sets of both relations (union-find), members in node order.
+void HappensBefore::pairPointToPoint() {
+  std::vector<uint32_t> parent(nodes_.size());
+  for (uint32_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  auto root = [&](uint32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  auto join = [&](uint32_t a, uint32_t b) { parent[root(a)] = root(b); };
+  // (ring, from, to, k) -> the send's node and the receive's node
+  std::map<std::tuple<int64_t, int64_t, int64_t, size_t>, std::pair<uint32_t, uint32_t>> pairs;
+  std::vector<uint32_t> p2p_nodes;
+  for (uint32_t id = 0; id < nodes_.size(); ++id) {
+    const HbNode& n = nodes_[id];
+    if (n.peer_rank < 0) continue;
+    p2p_nodes.push_back(id);
+    if (group_of_[id] != id) join(id, group_of_[id]);
+    auto p = asPointToPoint(*n.op);
+    int64_t self = ranks_[n.rank_index].rank;
+    bool send = p->kind == P2PKind::Send;
+    auto& pair = pairs.try_emplace({p->ring_id, send ? self : n.peer_rank, send ? n.peer_rank : self, n.ring_k}, kNoNode, kNoNode).first->second;
+    (send ? pair.first : pair.second) = id;
+  }
+  for (const auto& entry : pairs) {
+    const auto& [send, recv] = entry.second;
+    if (send != kNoNode && recv != kNoNode) join(send, recv);
+    else unmatched_p2p_.push_back(send != kNoNode ? send : recv);
+  }
+  std::sort(unmatched_p2p_.begin(), unmatched_p2p_.end());
+  std::map<uint32_t, uint32_t> instance_of_root;
+  for (uint32_t id : p2p_nodes) {
+    auto [it, made] = instance_of_root.try_emplace(root(id), uint32_t(instances_.size()));
+    if (made) {
+      auto p = asPointToPoint(*nodes_[id].op);
+      instances_.push_back({p->ring_id, nodes_[id].ring_k, {}, false, true});
+    }
+    instances_[it->second].members.push_back(id);
+    nodes_[id].collective = it->second;
+  }
+  group_of_.clear();
 }
 
 void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
@@ -127,6 +173,7 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
   std::unordered_map<std::string, uint32_t> recorder;
   std::unordered_map<int64_t, uint32_t> last_on_ring;
   std::unordered_map<int64_t, size_t> issued_on_ring;
+  std::map<std::tuple<int64_t, int64_t, P2PKind>, size_t> issued_on_channel;  // (ring, peer rank, kind) -> count
   std::vector<std::pair<uint32_t, std::string>> waits_unrecorded;  // (node, event)
   std::unordered_map<std::string, uint32_t> first_recorder_after;  // event -> first later recorder
 
@@ -138,6 +185,16 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
     n.rank_index = rank_index;
     n.position = order.ops[i].position;
     n.stream = stream_of[i];
+    auto p2p = asPointToPoint(op);
+    const bool joins_group = p2p && i > 0 && order.ops[i - 1].op->block == op.block &&
+                             order.ops[i - 1].position + 1 == order.ops[i].position && sameP2PGroup(*order.ops[i - 1].op, op);
+    group_first_ = joins_group ? group_first_ : p2p ? id : kNoNode;
+    group_of_.push_back(group_first_ == kNoNode ? id : group_first_);
+    if (p2p)
+      if (auto partner = p2pPartner(job_, p.rank, *p2p)) {
+        n.peer_rank = *partner;
+        n.ring_k = issued_on_channel[{p2p->ring_id, *partner, p2p->kind}]++;
+      }
     addEdge(stream_tail[n.stream], id, HbEdge::Stream);
     stream_tail[n.stream] = id;
     forEachVar(op.inputs, [&](const Var& v) {
@@ -157,6 +214,9 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
       auto [last, first_on_ring] = last_on_ring.try_emplace(c->ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
       n.ring_k = issued_on_ring[c->ring_id]++;
+    } else if (p2p && p2p->ring_id >= 0) {  // one communicator per ring issues its sends and receives in order too
+      auto [last, first_on_ring] = last_on_ring.try_emplace(p2p->ring_id, id);
+      if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
     }
     if (std::string e = eventToRecord(op); !e.empty()) {
       recorder[e] = id;
@@ -175,6 +235,7 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
     });
     nodes_.push_back(n);
   }
+  group_first_ = kNoNode;
   // A wait on an event not yet recorded: recorded later (the first recorder after it), or never.
   for (auto& [node, event] : waits_unrecorded) {
     auto r = first_recorder_after.find(event);
@@ -207,7 +268,13 @@ std::string HappensBefore::describe(uint32_t node) const {
   const HbNode& n = nodes_[node];
   const HbRank& r = ranks_[n.rank_index];
   std::string s = "rank " + std::to_string(r.rank) + " stream '" + r.streams[n.stream] + "' " + std::string(n.op->type);
-  if (n.collective != kNoNode) s += " ring " + std::to_string(instances_[n.collective].ring_id) + " #" + std::to_string(n.ring_k);
+  if (n.peer_rank >= 0) {
+    auto p = asPointToPoint(*n.op);
+    s += " ring " + std::to_string(p->ring_id) + (p->kind == P2PKind::Send ? " to rank " : " from rank ") + std::to_string(n.peer_rank) +
+         " #" + std::to_string(n.ring_k);
+  } else if (n.collective != kNoNode) {
+    s += " ring " + std::to_string(instances_[n.collective].ring_id) + " #" + std::to_string(n.ring_k);
+  }
   return s + " (" + opPointerAt(*n.op, n.position) + ")";
 }
 

@@ -17,8 +17,12 @@
 //  - Ring: the previous communicating collective of the same ring on the rank (a communicator
 //    runs its collectives in issue order, whatever stream each is on).
 // Across ranks, the k-th communicating collective of a ring on every member rank is one
-// CollectiveInstance: its members start together, once each is ready. A point-to-point pair
-// (send/recv) would be a two-member instance keyed by its (peer pair, k): nothing else changes.
+// CollectiveInstance: its members start together, once each is ready. Point-to-point ops
+// (analysis/p2p.h) join an instance too: the k-th send of a channel (ring, from, to) with its k-th
+// receive, and the ops of one group (sameP2PGroup: issued at once) together, so an instance is a
+// connected set of pairs and groups. A group's members have no edges among themselves; an
+// ungrouped send waits for its receive (a rendezvous, as replay's backends run it), so sends that
+// wait on each other in a cycle are a hang.
 // Building is linear in ops + args; walk() is Kahn's algorithm, linear in nodes + edges.
 #include <cstdint>
 #include <string>
@@ -40,7 +44,9 @@ struct HbNode {
   uint32_t stream = 0;            // index in the rank's stream names; 0 is "default"
   uint32_t position = 0;          // index in its block (JSON pointers without a scan)
   uint32_t collective = kNoNode;  // index into instances()
-  size_t ring_k = 0;              // for a collective: its position in the ring's issue order
+  size_t ring_k = 0;              // for a collective: its position in the ring's issue order;
+                                  // for a send or receive: its position in its channel
+  int64_t peer_rank = -1;         // for a send or receive: the partner's rank (-1: none)
 };
 
 struct CollectiveInstance {
@@ -48,6 +54,7 @@ struct CollectiveInstance {
   size_t k = 0;
   std::vector<uint32_t> members;  // nodes, one per member rank that has a program (job order)
   bool mismatched = false;        // members differ in kind, dtype or size (their pairing is wrong)
+  bool p2p = false;               // sends and receives: pairs and groups, not a whole ring
 };
 
 struct HbRank {
@@ -87,6 +94,9 @@ class HappensBefore {
   const std::vector<HbRank>& ranks() const { return ranks_; }
   const std::vector<LostDependency>& lostDependencies() const { return lost_; }
   const std::vector<UnmatchedCollective>& unmatched() const { return unmatched_; }
+  // Sends and receives with no partner on the other rank's channel (the verifier names them):
+  // they run alone here, and the hang check reports each.
+  const std::vector<uint32_t>& unmatchedP2P() const { return unmatched_p2p_; }
   size_t edgeCount() const { return succ_.size(); }
   // Successors of a node and the kind of each edge.
   struct Edges {
@@ -108,9 +118,11 @@ class HappensBefore {
 
  private:
   void addEdge(uint32_t from, uint32_t to, HbEdge kind) {
-    if (from != kNoNode && from != to) edges_.push_back({from, to, kind});
+    // Members of one point-to-point group are issued together: none waits for another.
+    if (from != kNoNode && from != to && (group_first_ == kNoNode || from < group_first_)) edges_.push_back({from, to, kind});
   }
   void buildProgram(const Program& p, uint32_t rank_index);
+  void pairPointToPoint();
   void buildCsr();
 
   struct RawEdge {
@@ -123,6 +135,9 @@ class HappensBefore {
   std::vector<HbRank> ranks_;
   std::vector<LostDependency> lost_;
   std::vector<UnmatchedCollective> unmatched_;
+  std::vector<uint32_t> unmatched_p2p_;
+  uint32_t group_first_ = kNoNode;  // while building: the first node of the open p2p group
+  std::vector<uint32_t> group_of_;  // while building: by node, the first node of its p2p group
   std::vector<RawEdge> edges_;  // until buildCsr
   std::vector<uint32_t> offsets_, succ_, in_degree_;
   std::vector<HbEdge> succ_kind_;

@@ -66,7 +66,12 @@ class Simulator {
                        std::string(op.type) + " has no partner on " + std::to_string(u.present - graph_.instances()[u.instance].members.size()) +
                            " member rank(s) of its ring: they issue fewer collectives on it");
     }
+    if (!graph_.unmatchedP2P().empty()) {
+      const Op& op = *graph_.nodes()[graph_.unmatchedP2P().front()].op;
+      throw InputError(job_.path, opPointer(op), graph_.describe(graph_.unmatchedP2P().front()) + " has no partner: it waits forever");
+    }
     for (const CollectiveInstance& inst : graph_.instances()) {
+      if (inst.p2p) continue;  // a pair or group, never the whole ring
       const ProcessGroup* g = job_.group(inst.ring_id);
       if (!g || inst.members.size() < g->ranks.size()) ++unpaired_;
     }

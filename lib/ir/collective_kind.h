@@ -15,6 +15,11 @@ namespace spopt {
 enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Identity, Reduce, KernelAllReduce };
 enum class ReduceOp : int { Sum = 0, Max = 1, Min = 2, Prod = 3, Avg = 4 };
 
+// Point-to-point: one rank of a ring sends a tensor to one other member (`peer`, its position in
+// the ring), which receives it. Not a collective: only the two ranks take part, and the k-th send
+// from a to b on a ring pairs with b's k-th receive from a on that ring (NCCL's rule).
+enum class P2PKind { Send, Recv };
+
 // The op type for a kind in a dialect ("c_reducescatter" / "reduce_scatter", ...); an all-reduce
 // is "c_allreduce_sum" / "all_reduce" (legacy spells other reductions in the type: see below).
 std::string_view collectiveOpType(CollectiveKind k, bool legacy);

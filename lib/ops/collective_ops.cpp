@@ -5,6 +5,59 @@
 #include "ops/rule_support.h"
 
 namespace spopt::ops {
+namespace {
+
+// Paddle's InferShape for send_v2 / recv_v2 / p_recv: peer and ring_id are non-negative; a receive
+// declares what arrives — its dtype attribute and (legacy) out_shape agree with Out. Whether the
+// peer is a member of the ring, and what the partner sends, the verifier checks (it sees the job).
+Result checkPeer(const OpView& op) {
+  for (std::string_view key : {"peer", "ring_id"})
+    if (auto v = intAttr(op, key, 0); v && *v < 0)
+      return fail(op, "/attrs/" + std::string(key), std::string(key) + " " + std::to_string(*v) + " is negative");
+  return std::nullopt;
+}
+Result ruleSend(const OpView& op) { return checkPeer(op); }
+Result ruleRecv(const OpView& op) {
+  if (auto e = checkPeer(op)) return e;
+  const Var* out = op.out("Out");
+  if (!out) return std::nullopt;
+  if (const std::string_view* raw = op.attrs.find("dtype"))
+    if (std::optional<DType> t = dtypeFromAttr(*raw); t && *t != out->dtype)
+      return fail(op, "/attrs/dtype", "dtype " + std::string(dtypeName(*t)) + " disagrees with Out's " + std::string(dtypeName(out->dtype)));
+  auto shape = intsAttr(op, "out_shape", {});
+  if (shape && !shape->empty() && known(out) && *shape != out->shape)
+    return fail(op, "/attrs/out_shape", "out_shape " + dimsText(*shape) + " disagrees with Out's " + dimsText(out->shape));
+  return std::nullopt;
+}
+
+// Point-to-point, as Paddle defines it: legacy send_v2(X) / recv_v2() -> Out (send_v2_op.cc,
+// recv_v2_op.cc) and PIR pd_op.p_send(x) / pd_op.p_recv() -> out (ops.yaml; pd_op.send_v2 /
+// pd_op.recv_v2 are the legacy ops translated). `peer` is the partner's position in ring
+// `ring_id` (its rank in the ring's communicator). A receive names what arrives: `dtype` (a Paddle
+// code in legacy programs, a DataType in PIR) and, in legacy programs, `out_shape`.
+void addPointToPointOps(std::vector<OpDef>& d) {
+  std::vector<AttrDef> common = {{"ring_id", AttrKind::Int}, {"peer", AttrKind::Int}, {"use_calc_stream", AttrKind::Bool},
+                                 {"dynamic_shape", AttrKind::Bool}};
+  d.push_back({.name = "p_send",
+               .spellings = {legacyName("send_v2"), pirName("pd_op.p_send"), pirName("pd_op.send_v2")},
+               .inputs = {{"X", {}, 0, true}},
+               .attrs = common,
+               .traits = trait::SideEffects,
+               .rule = ruleSend,
+               .p2p = P2PKind::Send});
+  std::vector<AttrDef> recv_attrs = common;
+  recv_attrs.push_back({"dtype", AttrKind::DType});
+  recv_attrs.push_back({"out_shape", AttrKind::Ints});
+  d.push_back({.name = "p_recv",
+               .spellings = {legacyName("recv_v2"), pirName("pd_op.p_recv"), pirName("pd_op.recv_v2")},
+               .outputs = {{"Out", {}, 0, true}},
+               .attrs = std::move(recv_attrs),
+               .traits = trait::SideEffects,
+               .rule = ruleRecv,
+               .p2p = P2PKind::Recv});
+}
+
+}  // namespace
 
 void addCollectiveOps(std::vector<OpDef>& d) {
   std::vector<OperandDef> in = {{"X", "x", 0, true}}, out = {{"Out", "out", 0, true}};
@@ -63,6 +116,7 @@ void addCollectiveOps(std::vector<OpDef>& d) {
   setup("gen_nccl_id", "c_gen_nccl_id", "pd_op.c_gen_nccl_id");
   // The identity moves no data (Megatron's f in forward): not paired across ranks.
   collective("c_identity", CollectiveKind::Identity, with({legacyName("c_identity")}, pir("pd_op.c_identity", "pd_op.c_identity_")));
+  addPointToPointOps(d);
 }
 
 }  // namespace spopt::ops

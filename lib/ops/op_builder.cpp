@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "ops/shape_math.h"
+
 namespace spopt {
 
 namespace {
@@ -16,6 +18,12 @@ const OpDef& collectiveDef(CollectiveKind k) {
   for (const OpDef* d : allOpDefs())
     if (d->collective == k) return *d;
   throw std::logic_error("op catalogue: no collective of this kind");
+}
+
+const OpDef& p2pDef(P2PKind k) {
+  for (const OpDef* d : allOpDefs())
+    if (d->p2p == k) return *d;
+  throw std::logic_error("op catalogue: no point-to-point op of this kind");
 }
 
 NewOp::NewOp(Block& block, const OpDef& def, const Spelling& spelling)
@@ -156,6 +164,21 @@ NewOp OpBuilder::collective(const CollectiveDesc& d, Var* in, Var* out) {
   if (d.kind == CollectiveKind::AllReduce && !reduce_in_name) op.attrInt("reduce_type", static_cast<int>(d.reduce));
   if (std::string_view root = collectiveRootAttr(d.kind); !root.empty()) op.attrInt(root, d.root);
   return op;
+}
+
+NewOp OpBuilder::send(const P2PDesc& d, Var* x) {
+  NewOp op = create(p2pDef(P2PKind::Send));
+  op.input("X", {x}).attrInt("ring_id", d.ring_id).attrInt("peer", d.peer);
+  return op;
+}
+
+NewOp OpBuilder::recv(const P2PDesc& d, Var* out) {
+  NewOp op = create(p2pDef(P2PKind::Recv));
+  op.output("Out", {out}).attrInt("ring_id", d.ring_id).attrInt("peer", d.peer);
+  if (dialect_ == Dialect::Pir) return op.attrString("dtype", dtypeName(out->dtype)), op;
+  if (auto code = paddleDtypeCode(out->dtype)) op.attrInt("dtype", *code);
+  else op.attrString("dtype", dtypeName(out->dtype));
+  return op.attrInts("out_shape", out->shape), op;
 }
 
 std::string OpBuilder::uniqueName(std::string_view base) const {

@@ -41,6 +41,17 @@ struct CollectiveDesc {
 // The catalogue's definition of a collective kind.
 const OpDef& collectiveDef(CollectiveKind k);
 
+// A send or receive; the dialect is the program's (send_v2 / recv_v2, pd_op.p_send / pd_op.p_recv).
+// `peer`: the partner's position in ring `ring_id`. Attrs written: ring_id, peer, and for a receive
+// dtype (a Paddle code in legacy programs, a name in PIR) and, legacy only, out_shape — both
+// from the received var, which must be declared first.
+struct P2PDesc {
+  int64_t ring_id = 0;
+  int64_t peer = 0;
+};
+// The catalogue's definition of a send or a receive.
+const OpDef& p2pDef(P2PKind k);
+
 // An op under construction. Setters copy text into the job's arena; they return *this. Slot and
 // attribute names are canonical when the op has a definition (mapped to its dialect), else as given.
 class NewOp {
@@ -106,6 +117,9 @@ class OpBuilder {
   // A collective reading `in` and writing `out`. std::logic_error for a legacy AVG all-reduce (no
   // such op) or an Identity with a ring.
   NewOp collective(const CollectiveDesc& d, Var* in, Var* out);
+  // A send of `x` to `d.peer`, and a receive from `d.peer` into `out`.
+  NewOp send(const P2PDesc& d, Var* x);
+  NewOp recv(const P2PDesc& d, Var* out);
 
   // A name not declared in any block of the program: `base`, else `base_1`, `base_2`, ...
   std::string uniqueName(std::string_view base) const;

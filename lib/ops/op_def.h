@@ -133,6 +133,7 @@ struct OpDef {
   CostDef cost;
   std::string_view grad = {};        // canonical name of its grad op
   std::optional<CollectiveKind> collective = std::nullopt;
+  std::optional<P2PKind> p2p = std::nullopt;  // a send or a receive (ops/collective_ops.cpp)
   uint32_t index = 0;                // dense, set by the catalogue: tables of per-op data (kernels)
 
   bool has(uint32_t t) const { return (traits & t) == t; }

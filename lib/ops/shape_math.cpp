@@ -113,6 +113,12 @@ std::optional<DType> dtypeFromPaddleCode(int64_t code) {
   }
 }
 
+std::optional<int64_t> paddleDtypeCode(DType t) {
+  for (int64_t code : {0, 2, 3, 4, 5, 6, 20, 22})
+    if (dtypeFromPaddleCode(code) == t) return code;
+  return std::nullopt;
+}
+
 std::optional<DType> dtypeFromAttr(std::string_view raw) {
   if (rawIsString(raw)) {
     std::optional<std::string> name = rawToString(raw);

@@ -42,6 +42,7 @@ DTypeStorage dtypeStorage(DType t);
 
 // Paddle's proto VarType codes for the dtypes a job may declare (fill_constant's dtype attribute).
 std::optional<DType> dtypeFromPaddleCode(int64_t code);
+std::optional<int64_t> paddleDtypeCode(DType t);  // the inverse; nullopt for a dtype Paddle has no code for here
 // A dtype attribute's raw JSON value: a Paddle code, or a name ("bfloat16", "paddle.float16").
 std::optional<DType> dtypeFromAttr(std::string_view raw);
 

@@ -11,6 +11,7 @@
 #include "ops/shape_math.h"
 #include "support/checked_size.h"
 #include "verify/cross_rank.h"
+#include "verify/p2p_check.h"
 #include "verify/sharding.h"
 
 namespace spopt {
@@ -38,8 +39,9 @@ class Verifier {
     if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
     checkPrograms();
-    checkMeshAgreement(job_, [&](std::string pointer, std::string message) { report(std::move(pointer), std::move(message)); });
+    checkMeshAgreement(job_, reporter());
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
+    if (opts_.collectives && problems_.empty()) checkP2PPairing(job_, reporter());
     return std::move(problems_);
   }
 
@@ -51,6 +53,9 @@ class Verifier {
 
   void report(std::string pointer, std::string message) {
     if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
+  }
+  ReportFn reporter() {
+    return [this](std::string pointer, std::string message) { report(std::move(pointer), std::move(message)); };
   }
   // Positions are found by walking the block: only the (at most max_problems) messages pay it.
   std::string opPtr(const Op& op) { return opPointer(op); }
@@ -124,7 +129,10 @@ class Verifier {
       }
       if (!resolved) continue;
       if (auto c = asCollective(op)) checkCollective(p, op, *c);  // its rules are here
-      else if (opts_.shapes) checkShapes(op);
+      else {
+        if (auto pp = asPointToPoint(op)) checkP2POp(job_, p, op, *pp, opPtr(op), reporter());
+        if (opts_.shapes) checkShapes(op);
+      }
     }
   }
 
