@@ -25,6 +25,13 @@ std::string mismatchMessage(int64_t ring, uint64_t seq, const OpDesc& a, const C
          " issued " + hb.text() + " from " + b.text();
 }
 
+std::string p2pMismatchMessage(int64_t ring, uint64_t k, const P2PSide& send, const P2PSide& recv) {
+  auto side = [](const P2PSide& t) { return std::string(dtypeName(t.dtype)) + " x" + std::to_string(t.count) + " from " + t.desc.text(); };
+  const std::string from = std::to_string(send.desc.rank), to = std::to_string(recv.desc.rank);
+  return "send/recv mismatch on ring " + std::to_string(ring) + ", send #" + std::to_string(k) + " from rank " + from + " to rank " + to +
+         ": rank " + from + " sends " + side(send) + " but rank " + to + " receives " + side(recv);
+}
+
 namespace {
 
 template <typename T>

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/collectives.h"
+#include "analysis/p2p.h"
 #include "ir/ir.h"
 #include "runtime/tensor.h"
 #include "support/error.h"
@@ -71,6 +72,31 @@ class RankAborted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One send or receive of a point-to-point group (analysis/p2p.h sameP2PGroup). `peer` is the
+// partner's global rank; a send reads `data`, a receive writes `out` (its declared dtype and shape).
+struct P2PTransfer {
+  P2PKind kind = P2PKind::Send;
+  int64_t peer = 0;
+  const Tensor* data = nullptr;
+  Tensor* out = nullptr;
+  OpDesc desc;
+  DType dtype() const { return kind == P2PKind::Send ? data->dtype() : out->dtype(); }
+  int64_t count() const { return kind == P2PKind::Send ? data->numel() : out->numel(); }
+};
+
+// What one side of a send/recv pair announces (to its partner, before data moves).
+struct P2PSide {
+  DType dtype = DType::Float32;
+  int64_t count = 0;
+  OpDesc desc;
+  static P2PSide of(const P2PTransfer& t) { return {t.dtype(), t.count(), t.desc}; }
+  bool sameAs(const P2PSide& o) const { return dtype == o.dtype && count == o.count; }
+};
+
+// "send/recv mismatch on ring 0, send #0 from rank 0 to rank 1: rank 0 sends float32 x6 from
+// send_v2 (rank 0, block 0, op 0) but rank 1 receives float16 x6 from recv_v2 (rank 1, ...)".
+std::string p2pMismatchMessage(int64_t ring, uint64_t k, const P2PSide& send, const P2PSide& recv);
+
 // One rank's end of every ring of a job.
 class Communicator {
  public:
@@ -87,6 +113,12 @@ class Communicator {
   // The sum over the group (in group order) on the rank whose global id is `root`; the others'
   // out is their own input.
   virtual void reduce(int64_t ring, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) = 0;
+  // A group of sends and receives on one ring, issued at once (NCCL's ncclGroupStart/End), back
+  // when every transfer of it completed: a send when its receive took the data (a rendezvous, so
+  // ungrouped sends that wait on each other hang, as the hang check says). The k-th send from a
+  // to b on a ring pairs with b's k-th receive from a; a dtype or element-count mismatch is a
+  // CollectiveMismatch on both ranks, a partner that never comes a timeout naming it.
+  virtual void sendRecv(int64_t ring, std::vector<P2PTransfer>& group) = 0;
   // This rank ran its whole program: members still waiting for it at a ring position fail at once.
   virtual void finish() {}
   // Another stream of this rank failed: collectives waiting on other ranks give up (RankAborted)

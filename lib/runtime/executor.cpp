@@ -23,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 bool replayable(const Op& op) {
   ResolvedOp r = resolveOp(op.type);
   if (!r) return false;
-  bool by_comm = r.def->collective && r.def->collective != CollectiveKind::KernelAllReduce;
+  bool by_comm = (r.def->collective && r.def->collective != CollectiveKind::KernelAllReduce) || r.def->p2p;
   return by_comm || kernelFor(*r.def) || r.def->has(trait::Source);
 }
 

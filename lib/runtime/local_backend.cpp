@@ -6,8 +6,10 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "support/error.h"
@@ -43,12 +45,25 @@ struct Ring {
   std::unordered_map<uint64_t, std::shared_ptr<RingSlot>> slots;
 };
 
+// One send/recv pair: the sender posts its data, the receiver its buffer; the receiver copies and
+// marks it done (or records the mismatch both then report); the sender waits for done.
+struct P2PSlot {
+  const P2PTransfer* send = nullptr;
+  P2PTransfer* recv = nullptr;
+  P2PSide send_side, recv_side;
+  bool done = false;
+  std::string mismatch;
+  Clock::time_point met{};  // when the second side arrived (--link counts from there)
+};
+using ChannelKey = std::tuple<int64_t, int64_t, int64_t, uint64_t>;  // ring, from, to, k
+
 // The shared state of one job's rings (one per CommFactory::make call index).
 struct LocalWorld {
   std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<int64_t, Ring> rings;
   std::set<int64_t> finished;  // ranks whose program ended
+  std::map<ChannelKey, std::shared_ptr<P2PSlot>> p2p;
 };
 
 std::string rankList(const std::vector<int64_t>& r) {
@@ -123,6 +138,96 @@ class LocalComm final : public Communicator {
     });
   }
 
+  void sendRecv(int64_t ring_id, std::vector<P2PTransfer>& group) override {
+    if (group.empty()) return;
+    const OpDesc& first = group.front().desc;
+    auto it = world_->rings.find(ring_id);
+    if (it == world_->rings.end()) throw InputError(first.file, first.pointer, first.text() + ": ring " + std::to_string(ring_id) + " has no process group");
+    const auto& ranks = it->second.ranks;
+    for (const P2PTransfer& t : group)
+      if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end() || std::find(ranks.begin(), ranks.end(), t.peer) == ranks.end())
+        throw InputError(t.desc.file, t.desc.pointer, t.desc.text() + ": rank " + std::to_string(rank_) + " or its peer rank " +
+                                                          std::to_string(t.peer) + " is not a member of ring " + std::to_string(ring_id));
+    // Post every transfer of the group first: none waits before all are issued.
+    std::unique_lock lk(world_->mu);
+    std::vector<std::shared_ptr<P2PSlot>> slots;
+    std::vector<ChannelKey> keys;
+    for (P2PTransfer& t : group) {
+      const bool send = t.kind == P2PKind::Send;
+      const int64_t from = send ? rank_ : t.peer, to = send ? t.peer : rank_;
+      const uint64_t k = p2p_seq_[{ring_id, from, to}]++;
+      keys.emplace_back(ring_id, from, to, k);
+      auto& entry = world_->p2p[keys.back()];
+      if (!entry) entry = std::make_shared<P2PSlot>();
+      (send ? entry->send_side : entry->recv_side) = P2PSide::of(t);
+      if (send) entry->send = &t;
+      else entry->recv = &t;
+      if (entry->send && entry->recv) entry->met = Clock::now();
+      slots.push_back(entry);
+    }
+    world_->cv.notify_all();
+    const auto deadline = Clock::now() + timeout_;
+    Clock::time_point met{};
+    // A rank that gives up takes its posts back: its buffers die with it, and a late partner must
+    // then wait (and notice the abort) instead of touching them.
+    struct Retract {
+      std::vector<std::shared_ptr<P2PSlot>>& slots;
+      std::vector<P2PTransfer>& group;
+      ~Retract() {
+        for (size_t j = 0; j < slots.size(); ++j)
+          if (!slots[j]->done) (group[j].kind == P2PKind::Send ? (void)(slots[j]->send = nullptr) : (void)(slots[j]->recv = nullptr));
+      }
+    } retract{slots, group};
+    for (;;) {
+      // Receives copy what has arrived; every transfer is done once its slot is.
+      bool all_done = true;
+      for (size_t j = 0; j < group.size(); ++j) {
+        P2PSlot& sl = *slots[j];
+        if (group[j].kind == P2PKind::Recv && !sl.done && sl.mismatch.empty() && sl.send && sl.recv) {
+          if (!sl.send_side.sameAs(sl.recv_side)) {
+            sl.mismatch = p2pMismatchMessage(std::get<0>(keys[j]), std::get<3>(keys[j]), sl.send_side, sl.recv_side);
+          } else {
+            if (size_t bytes = sl.send->data->bytes()) std::memcpy(sl.recv->out->raw(), sl.send->data->raw(), bytes);
+            sl.done = true;
+            world_->p2p.erase(keys[j]);  // the sender holds its own pointer to the slot
+          }
+          world_->cv.notify_all();
+        }
+        if (!sl.mismatch.empty()) {
+          if (group[j].kind == P2PKind::Recv) world_->p2p.erase(keys[j]);
+          throw CollectiveMismatch(group[j].desc.file, group[j].desc.pointer, sl.mismatch, std::get<1>(keys[j]));
+        }
+        all_done = all_done && sl.done;
+        if (sl.done) met = std::max(met, sl.met);
+      }
+      if (all_done) break;
+      if (abort_->raised) throw RankAborted("aborted: another rank failed");
+      for (size_t j = 0; j < group.size(); ++j) {
+        const P2PSlot& sl = *slots[j];
+        if (sl.done) continue;
+        const P2PTransfer& t = group[j];
+        const bool send = t.kind == P2PKind::Send;
+        const std::string what = std::string(send ? "receive" : "send") + " #" + std::to_string(std::get<3>(keys[j])) + " on ring " +
+                                 std::to_string(ring_id) + (send ? " from rank " : " to rank ") + std::to_string(rank_) + " (" +
+                                 t.desc.text() + (send ? " sends " : " receives ") + std::string(dtypeName(t.dtype())) + " x" +
+                                 std::to_string(t.count()) + ")";
+        if (world_->finished.count(t.peer))
+          throw InputError(t.desc.file, t.desc.pointer, t.desc.text() + ": rank " + std::to_string(t.peer) + " ended its program without issuing " + what);
+        if (Clock::now() >= deadline)
+          throw InputError(t.desc.file, t.desc.pointer, t.desc.text() + t.desc.onStream() + ": timed out after " +
+                                                            std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s waiting for rank " +
+                                                            std::to_string(t.peer) + " to issue " + what);
+      }
+      world_->cv.wait_for(lk, kRingPollInterval);
+    }
+    lk.unlock();
+    if (link_.on()) {
+      int64_t bytes = 0;
+      for (const P2PTransfer& t : group) bytes = std::max(bytes, t.desc.wire_bytes);
+      std::this_thread::sleep_until(met + link_.duration(bytes));
+    }
+  }
+
   void finish() override {
     std::lock_guard lk(world_->mu);
     world_->finished.insert(rank_);
@@ -143,6 +248,7 @@ class LocalComm final : public Communicator {
   std::chrono::milliseconds timeout_;
   LinkModel link_;
   std::unordered_map<int64_t, uint64_t> seq_;  // next position per ring
+  std::map<std::tuple<int64_t, int64_t, int64_t>, uint64_t> p2p_seq_;  // next send per (ring, from, to), under world_->mu
 
   template <typename Compute>
   void exchange(int64_t ring_id, const CollectiveHeader& h, const Tensor& in, Tensor& out, const OpDesc& d, Compute compute) {

@@ -13,6 +13,7 @@
 
 #include "analysis/comm_stats.h"
 #include "analysis/liveness.h"
+#include "analysis/p2p.h"
 #include "ops/op_view.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
@@ -159,7 +160,7 @@ class RankExecutor {
     run.rank = p_.rank;
     t0_ = Clock::now();
     if (!plan_.multi()) {
-      for (size_t i : plan_.ops_of[0]) runOp(i, 0);
+      runOps(0);
     } else {
       std::vector<std::thread> threads;
       for (uint32_t s = 1; s < streams_.size(); ++s) threads.emplace_back([this, s] { runStream(s); });
@@ -214,10 +215,7 @@ class RankExecutor {
 
   void runStream(uint32_t s) {
     try {
-      for (size_t i : plan_.ops_of[s]) {
-        waitFor(i, s);
-        runOp(i, s);
-      }
+      runOps(s);
     } catch (const Cancelled&) {
     } catch (...) {
       std::lock_guard lk(mu_);
@@ -233,6 +231,69 @@ class RankExecutor {
       comm_.cancel();
       cv_.notify_all();
     }
+  }
+
+  // The stream's ops in order; a run of sends and receives that form one group (analysis/p2p.h
+  // sameP2PGroup: adjacent in the block, one ring) is issued at once.
+  void runOps(uint32_t s) {
+    const std::vector<size_t>& ops = plan_.ops_of[s];
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (!asPointToPoint(*plan_.ops[ops[k]])) {
+        waitFor(ops[k], s);
+        runOp(ops[k], s);
+        continue;
+      }
+      std::vector<size_t> group{ops[k]};
+      while (k + 1 < ops.size() && ops[k + 1] == ops[k] + 1 && sameP2PGroup(*plan_.ops[ops[k]], *plan_.ops[ops[k + 1]])) group.push_back(ops[++k]);
+      for (size_t i : group) waitFor(i, s);
+      runP2PGroup(group, s);
+    }
+  }
+
+  void runP2PGroup(const std::vector<size_t>& group, uint32_t s) {
+    const Program& p = p_;
+    const std::string& file = p.job->path;
+    setRunning(s, true);
+    std::vector<std::vector<std::pair<const Var*, Tensor>>> outs(group.size());
+    std::vector<P2PTransfer> transfers;
+    int64_t ring = -1;
+    for (size_t j = 0; j < group.size(); ++j) {
+      const size_t index = group[j];
+      const Op& op = *plan_.ops[index];
+      auto fail = [&](const std::string& why) { throw InputError(file, opAt(p, b_, index), where(p, b_, index, op.type) + ": " + why); };
+      auto pp = asPointToPoint(op);
+      auto peer = p2pPartner(*p.job, p.rank, *pp);
+      if (!peer) fail("ring " + std::to_string(pp->ring_id) + " or peer " + std::to_string(pp->peer) + " names no other member of the ring");
+      if (!pp->tensor) fail(pp->kind == P2PKind::Send ? "needs input X" : "needs output Out");
+      ring = pp->ring_id;
+      fillInputs(op);
+      P2PTransfer t;
+      t.kind = pp->kind;
+      t.peer = *peer;
+      t.desc = OpDesc{std::string(op.type), p.rank, b_.idx, int64_t(index), file, opAt(p, b_, index)};
+      t.desc.stream = plan_.names[s];
+      t.desc.wire_bytes = pp->tensor->byteSize().value_or(0);
+      if (pp->kind == P2PKind::Send) {
+        t.data = &values_.at(*pp->tensor);
+        if (t.data->empty()) fail("input \"" + std::string(pp->tensor->name) + "\" has no value (read after its last use?)");
+      } else {
+        outs[j].emplace_back(pp->tensor, Tensor(pp->tensor->dtype, pp->tensor->shape));
+      }
+      transfers.push_back(std::move(t));
+    }
+    // Output buffers have their final addresses only now (outs[j] no longer grows).
+    for (size_t j = 0; j < group.size(); ++j)
+      if (transfers[j].kind == P2PKind::Recv) transfers[j].out = &outs[j].front().second;
+    const auto start = Clock::now();
+    comm_.sendRecv(ring, transfers);
+    for (size_t j = 0; j < group.size(); ++j) {
+      TraceEvent ev{std::string(plan_.ops[group[j]]->type), true, int64_t(group[j])};
+      ev.stream = plan_.names[s];
+      ev.ring = ring;
+      ev.bytes = transfers[j].desc.wire_bytes;
+      finishOp(group[j], s, outs[j], std::move(ev), start, false);
+    }
+    setRunning(s, false, uint32_t(group.size()));
   }
 
   // Blocks until every op `i` waits for on another stream has finished. The wait gives up after
@@ -261,11 +322,11 @@ class RankExecutor {
     }
   }
 
-  void setRunning(uint32_t s, bool on) {
+  void setRunning(uint32_t s, bool on, uint32_t ops = 1) {
     if (!plan_.multi()) return;
     std::lock_guard lk(mu_);
     streams_[s].running = on;
-    if (!on) ++streams_[s].done;
+    if (!on) streams_[s].done += ops;
     cv_.notify_all();
   }
 
@@ -276,11 +337,7 @@ class RankExecutor {
     const std::string& file = p.job->path;
     auto fail = [&](const std::string& why) { throw InputError(file, opAt(p, b, index), where(p, b, index, op.type) + ": " + why); };
     setRunning(s, true);
-    // Inputs: generate program inputs on first buffer read (a shape-only read needs none).
-    for (const Slot& sl : op.inputs)
-      if (readsBuffer(op, sl.name))
-        for (const Arg& a : sl.args)
-          if (a.var && plan_.is_input[a.var->id]) values_.fillOnce(*a.var, [&] { return programInput(*a.var, p.rank, o_); });
+    fillInputs(op);
     // Outputs: fresh buffers of the declared dtype and shape (an in-place output such as sgd's
     // ParamOut gets its own buffer, so the kernel reads the old value intact).
     std::vector<std::pair<const Var*, Tensor>> outs;
@@ -368,10 +425,26 @@ class RankExecutor {
         fail(e.what());
       }
     }
+    finishOp(index, s, outs, std::move(ev), start, true);
+    setRunning(s, false);
+  }
+
+  // Inputs: generate program inputs on first buffer read (a shape-only read needs none).
+  void fillInputs(const Op& op) {
+    for (const Slot& sl : op.inputs)
+      if (readsBuffer(op, sl.name))
+        for (const Arg& a : sl.args)
+          if (a.var && plan_.is_input[a.var->id]) values_.fillOnce(*a.var, [&] { return programInput(*a.var, p_.rank, o_); });
+  }
+
+  // Rounds, traces and stores an op's outputs, then releases what it used last.
+  void finishOp(size_t index, uint32_t s, std::vector<std::pair<const Var*, Tensor>>& outs, TraceEvent ev, Clock::time_point start, bool round) {
+    const Op& op = *plan_.ops[index];
     // The one place float16/bfloat16 values are rounded (runtime/half.h): kernels and collectives
     // compute in float32 and what a half var stores is its format's value, as on the device
-    // (part of the op's time).
-    for (auto& [v, t] : outs) t.roundToDType();
+    // (part of the op's time). A receive gets what its sender already stored: no rounding.
+    if (round)
+      for (auto& [v, t] : outs) t.roundToDType();
     if (o_.trace) {
       ev.start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
       ev.dur_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
@@ -384,7 +457,6 @@ class RankExecutor {
                           [&](const Var& x, Tensor value) { values_.set(x, std::move(value)); });
     // Release every var this op was the last user of, on any stream.
     releaseUsed(op);
-    setRunning(s, false);
   }
 
   // The op's uses as the plan counts them: buffer reads and writes, each var once.

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
+#include "analysis/p2p.h"
 #include "ops/op_view.h"
 #include "ir/op_role.h"
 #include "runtime/op_site.h"
@@ -67,8 +68,11 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
       });
       for (const std::string& e : eventsToWait(op))
         if (auto it = recorded.find(e); it != recorded.end()) wait_for(it->second);
-      if (auto c = asCollective(op); c && c->kind != CollectiveKind::Identity) {
-        auto [it, fresh] = last_on_ring.try_emplace(c->ring_id, i);
+      // One communicator per ring issues its collectives, sends and receives in program order.
+      auto c = asCollective(op);
+      auto p2p = c ? std::nullopt : asPointToPoint(op);
+      if ((c && c->kind != CollectiveKind::Identity) || p2p) {
+        auto [it, fresh] = last_on_ring.try_emplace(c ? c->ring_id : p2p->ring_id, i);
         if (!fresh) wait_for(std::exchange(it->second, i));
       }
       if (std::string e = eventToRecord(op); !e.empty()) recorded[e] = i;

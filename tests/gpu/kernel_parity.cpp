@@ -33,6 +33,7 @@ struct NoHostComm final : Communicator {
   void allGather(int64_t, const Tensor&, Tensor&, const OpDesc&) override { throw std::logic_error("no collectives"); }
   void broadcast(int64_t, const Tensor&, Tensor&, int64_t, const OpDesc&) override { throw std::logic_error("no collectives"); }
   void reduce(int64_t, const Tensor&, Tensor&, int64_t, const OpDesc&) override { throw std::logic_error("no collectives"); }
+  void sendRecv(int64_t, std::vector<P2PTransfer>&) override { throw std::logic_error("no collectives"); }
 };
 struct NoDeviceComm final : DeviceComm {
   void allReduce(int64_t, const DevTensor&, DevTensor&, ReduceOp, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
@@ -40,6 +41,7 @@ struct NoDeviceComm final : DeviceComm {
   void allGather(int64_t, const DevTensor&, DevTensor&, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
   void broadcast(int64_t, const DevTensor&, DevTensor&, int64_t, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
   void reduce(int64_t, const DevTensor&, DevTensor&, int64_t, const OpDesc&, cudaStream_t) override { throw std::logic_error("no collectives"); }
+  void sendRecv(int64_t, P2PKind, int64_t, DevTensor&, const OpDesc&, cudaStream_t, bool, bool) override { throw std::logic_error("no collectives"); }
   void abort() override {}
 };
 

@@ -78,3 +78,23 @@ job("crossed_rings_own_streams", "valid", 2, both, [
 # A wait on an event recorded only later orders nothing (CUDA's rule): a lost dependency, no hang.
 job("event_recorded_later", "lost", 2, [(0, [0, 1])], [
     program(r, [allreduce(0, "x", "a", "comm", wait=["late"]), scale("x", "c", record="late"), add("a", "c", "z")], ["a", "c", "z"]) for r in (0, 1)])
+
+# Point-to-point (send_v2 / recv_v2): each rank sends x to the next rank of a ring and receives
+# the previous rank's. Adjacent, the send and the receive are one group (issued at once, NCCL's
+# ncclGroupStart/End): the ring exchange runs. With an op between them each rank blocks in its
+# send until its receiver posts the receive, which comes after that receiver's own send: a hang.
+def send(ring, x, peer):
+    return {"type": "send_v2", "inputs": {"X": [x]}, "outputs": {}, "attrs": {"ring_id": ring, "peer": peer, "use_calc_stream": True}}
+def recv(ring, y, peer):
+    return {"type": "recv_v2", "inputs": {}, "outputs": {"Out": [y]},
+            "attrs": {"ring_id": ring, "peer": peer, "dtype": 5, "out_shape": [4, 3], "use_calc_stream": True}}
+for n in (2, 4):
+    ring = [(0, list(range(n)))]
+    job("p2p_ring_exchange_%d" % n, "valid", n, ring, [
+        program(r, [send(0, "x", (r + 1) % n), recv(0, "a", (r - 1) % n), add("a", "x", "z")], ["a", "z"]) for r in range(n)])
+    job("p2p_blocking_sends_%d" % n, "hang", n, ring, [
+        program(r, [send(0, "x", (r + 1) % n), scale("x", "c"), recv(0, "a", (r - 1) % n), add("a", "c", "z")], ["a", "c", "z"]) for r in range(n)])
+# Even ranks send first, odd ranks receive first: the blocking exchange that does not deadlock.
+job("p2p_even_odd_2", "valid", 2, [(0, [0, 1])], [
+    program(0, [send(0, "x", 1), scale("x", "c"), recv(0, "a", 1), add("a", "c", "z")], ["a", "c", "z"]),
+    program(1, [recv(0, "a", 0), scale("x", "c"), send(0, "x", 0), add("a", "c", "z")], ["a", "c", "z"])])

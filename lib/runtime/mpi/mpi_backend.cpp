@@ -3,11 +3,14 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <algorithm>
 #include <climits>
 #include <mutex>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "runtime/report.h"
@@ -139,6 +142,75 @@ class MpiComm final : public Communicator {
     linkDelay(r, d);
   }
 
+  // Each side sends its header to its partner and receives the partner's (so both see a mismatch),
+  // then the data moves: MPI_Issend, which completes only once the receive has matched it (the
+  // rendezvous the hang check assumes). MPI keeps messages of one (source, tag, communicator) in
+  // order: the k-th of a channel meets the k-th.
+  void sendRecv(int64_t ring_id, std::vector<P2PTransfer>& group) override {
+    constexpr int kSendHeaderTag = 7101, kRecvHeaderTag = 7102, kDataTag = 7103;
+    if (group.empty()) return;
+    auto it = rings_.find(ring_id);
+    const OpDesc& first = group.front().desc;
+    if (it == rings_.end())
+      throw InputError(first.file, first.pointer, first.text() + ": rank " + std::to_string(rank_) + " is not a member of ring " +
+                                                      std::to_string(ring_id) + " (or the ring has no process group)");
+    MpiRing& r = it->second;
+    const size_t n = group.size();
+    std::vector<int> peer_pos(n, -1);
+    std::vector<uint64_t> k(n);
+    for (size_t j = 0; j < n; ++j) {
+      const P2PTransfer& t = group[j];
+      for (size_t i = 0; i < r.ranks.size(); ++i)
+        if (r.ranks[i] == t.peer) peer_pos[j] = int(i);
+      if (peer_pos[j] < 0) throw InputError(t.desc.file, t.desc.pointer, t.desc.text() + ": peer rank " + std::to_string(t.peer) + " is not a member of ring " + std::to_string(ring_id));
+      checkedCount(t.kind == P2PKind::Send ? t.data->bytes() : t.out->bytes(), t.desc);
+      std::lock_guard lk(p2p_mu_);
+      k[j] = p2p_seq_[{ring_id, t.peer, t.kind}]++;
+    }
+    // Headers: left to the ending process on the timeout path, as exchangeHeaders does.
+    auto* mine = new WireHeader[2 * n];
+    WireHeader* theirs = mine + n;
+    std::vector<MPI_Request> reqs(2 * n, MPI_REQUEST_NULL);
+    locked([&] {
+      for (size_t j = 0; j < n; ++j) {
+        const P2PTransfer& t = group[j];
+        const bool send = t.kind == P2PKind::Send;
+        mine[j] = toWire({CollectiveKind::AllReduce, t.dtype(), t.count(), 0}, t.desc);
+        MPI_Isend(&mine[j], sizeof(WireHeader), MPI_BYTE, peer_pos[j], send ? kSendHeaderTag : kRecvHeaderTag, r.comm, &reqs[j]);
+        MPI_Irecv(&theirs[j], sizeof(WireHeader), MPI_BYTE, peer_pos[j], send ? kRecvHeaderTag : kSendHeaderTag, r.comm, &reqs[n + j]);
+      }
+    });
+    awaitP2P(reqs, group, k, ring_id, "issue");
+    Clock::time_point met = Clock::now();
+    std::vector<WireHeader> partner(theirs, theirs + n);
+    delete[] mine;
+    for (size_t j = 0; j < n; ++j) {
+      const P2PTransfer& t = group[j];
+      const WireHeader& w = partner[j];
+      P2PSide other{DType(w.dtype), w.count, OpDesc{std::string(w.type, strnlen(w.type, sizeof w.type)), t.peer, w.block, w.index, t.desc.file, ""}};
+      P2PSide self = P2PSide::of(t);
+      if (!self.sameAs(other)) {
+        bool send = t.kind == P2PKind::Send;
+        throw CollectiveMismatch(t.desc.file, t.desc.pointer, p2pMismatchMessage(ring_id, k[j], send ? self : other, send ? other : self),
+                                 send ? rank_ : t.peer);
+      }
+    }
+    std::vector<MPI_Request> data(n, MPI_REQUEST_NULL);
+    locked([&] {
+      for (size_t j = 0; j < n; ++j) {
+        P2PTransfer& t = group[j];
+        if (t.kind == P2PKind::Send) MPI_Issend(t.data->raw(), int(t.data->bytes()), MPI_BYTE, peer_pos[j], kDataTag, r.comm, &data[j]);
+        else MPI_Irecv(t.out->raw(), int(t.out->bytes()), MPI_BYTE, peer_pos[j], kDataTag, r.comm, &data[j]);
+      }
+    });
+    awaitP2P(data, group, k, ring_id, "complete");
+    if (link_.on()) {
+      int64_t bytes = 0;
+      for (const P2PTransfer& t : group) bytes = std::max(bytes, t.desc.wire_bytes);
+      std::this_thread::sleep_until(met + link_.duration(bytes));
+    }
+  }
+
   void broadcast(int64_t ring_id, const Tensor& in, Tensor& out, int64_t root, const OpDesc& d) override {
     MpiRing& r = announce(ring_id, {CollectiveKind::Broadcast, in.dtype(), in.numel(), root}, in, out, d);
     int root_pos = -1;
@@ -179,6 +251,30 @@ class MpiComm final : public Communicator {
   LinkModel link_;
   std::unordered_map<int64_t, MpiRing> rings_;  // fixed after construction
   std::atomic<bool> cancelled_{false};
+  std::mutex p2p_mu_;
+  std::map<std::tuple<int64_t, int64_t, P2PKind>, uint64_t> p2p_seq_;  // next per (ring, peer rank, send or receive)
+
+  // Polls a group's requests (one or two per transfer, request j % group size is transfer j's)
+  // until all complete or the timeout, which names the first transfer's partner still missing.
+  void awaitP2P(std::vector<MPI_Request>& reqs, const std::vector<P2PTransfer>& group, const std::vector<uint64_t>& k, int64_t ring_id,
+                const char* verb) {
+    bool done = pollUntil(Clock::now() + timeout_, &cancelled_, [&] {
+      int flag = 0;
+      MPI_Testall(int(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+      return flag != 0;
+    });
+    if (done) return;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (reqs[i] == MPI_REQUEST_NULL) continue;
+      const P2PTransfer& t = group[i % group.size()];
+      const bool send = t.kind == P2PKind::Send;
+      throw InputError(t.desc.file, t.desc.pointer,
+                       t.desc.text() + t.desc.onStream() + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                           " s waiting for rank " + std::to_string(t.peer) + " to " + verb + " " + (send ? "receive" : "send") + " #" +
+                           std::to_string(k[i % group.size()]) + " on ring " + std::to_string(ring_id) + (send ? " from rank " : " to rank ") +
+                           std::to_string(rank_) + " (stopped, or still before it)");
+    }
+  }
 
   template <typename F>
   static void locked(F f) {

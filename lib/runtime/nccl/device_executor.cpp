@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/p2p.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/nccl/device_ops.h"
 #include "runtime/op_site.h"
@@ -306,7 +307,20 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
     ev.stream = streams.name(si);
     cudaEvent_t start = o.trace ? streams.record(si, true) : nullptr;
     auto c = asCollective(op);
-    if (c && c->kind != CollectiveKind::KernelAllReduce) {
+    if (auto pp = asPointToPoint(op)) {
+      auto peer = p2pPartner(*p.job, p.rank, *pp);
+      if (!peer) fail("ring " + std::to_string(pp->ring_id) + " or peer " + std::to_string(pp->peer) + " names no other member of the ring");
+      const bool send = pp->kind == P2PKind::Send;
+      DevTensor* t = send ? (pp->tensor ? &values.at(*pp->tensor).t : nullptr) : (outs.empty() ? nullptr : &outs.front().second);
+      if (!t || t->empty()) fail(send ? "its input X has no value" : "needs output Out");
+      ev.collective = true;
+      ev.ring = pp->ring_id;
+      ev.bytes = int64_t(t->bytes());
+      OpDesc d{std::string(op.type), p.rank, b.idx, int64_t(index), file, opAt(p, b, index)};
+      const bool opens = op.self == b.ops.begin() || !sameP2PGroup(*std::prev(op.self), op);
+      const bool closes = std::next(op.self) == b.ops.end() || !sameP2PGroup(op, *std::next(op.self));
+      comm.sendRecv(pp->ring_id, pp->kind, *peer, *t, d, s, opens, closes);
+    } else if (c && c->kind != CollectiveKind::KernelAllReduce) {
       ev.collective = true;
       ev.ring = c->ring_id;
       Var* in = op.in(c->in_slot);

@@ -30,6 +30,13 @@ class DeviceComm {
   virtual void broadcast(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) = 0;
   // The sum on `root` (a global rank); the others' out is their input.
   virtual void reduce(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) = 0;
+  // A send (reads `t`) or receive (writes `t`) with global rank `peer` on ring `ring`, enqueued on
+  // `s`. The ops of one group (analysis/p2p.h sameP2PGroup) go between ncclGroupStart (`opens`,
+  // on its first) and ncclGroupEnd (`closes`, on its last), so a ring exchange does not deadlock.
+  // Headers are not compared across ranks here: the verifier pairs every send with its receive
+  // (dtype, size) before replay.
+  virtual void sendRecv(int64_t ring, P2PKind kind, int64_t peer, DevTensor& t, const OpDesc& d, cudaStream_t s, bool opens,
+                        bool closes) = 0;
   // Another rank failed or a collective hung: ncclCommAbort every ring (unblocks the device).
   virtual void abort() = 0;
 };

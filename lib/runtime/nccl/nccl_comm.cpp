@@ -149,6 +149,28 @@ void NcclRankComm::reduce(int64_t ring, const DevTensor& in, DevTensor& out, int
   if (root != rank_ && in.bytes() && out.buf.get() != in.buf.get())
     cudaCheck(cudaMemcpyAsync(out.buf.get(), in.buf.get(), in.bytes(), cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
 }
+void NcclRankComm::sendRecv(int64_t ring_id, P2PKind kind, int64_t peer, DevTensor& t, const OpDesc& d, cudaStream_t s, bool opens,
+                            bool closes) {
+  auto it = rings_.find(ring_id);
+  if (it == rings_.end())
+    throw InputError(d.file, d.pointer, d.text() + ": rank " + std::to_string(rank_) + " is not a member of ring " +
+                                            std::to_string(ring_id) + " (or the ring has no process group)");
+  Ring& r = it->second;
+  auto peer_at = std::find(r.ranks.begin(), r.ranks.end(), peer);
+  if (peer_at == r.ranks.end() || peer == rank_)
+    throw InputError(d.file, d.pointer, d.text() + ": peer rank " + std::to_string(peer) + " is no other member of ring " + std::to_string(ring_id));
+  const int peer_pos = int(peer_at - r.ranks.begin());
+  const bool send = kind == P2PKind::Send;
+  if (opens) ncclCheck(ncclGroupStart(), "ncclGroupStart");
+  ncclResult_t res = send ? ncclSend(t.buf.get(), size_t(t.numel), ncclType(t.storage()), peer_pos, r.comm, s)
+                          : ncclRecv(t.buf.get(), size_t(t.numel), ncclType(t.storage()), peer_pos, r.comm, s);
+  if (res != ncclSuccess && res != ncclInProgress && !closes) ncclGroupEnd();  // close the group before reporting
+  ncclCheck(res, send ? "ncclSend" : "ncclRecv");
+  if (!closes) return;
+  ncclCheck(ncclGroupEnd(), "ncclGroupEnd");
+  settle(r, send ? "ncclSend" : "ncclRecv");
+}
+
 void NcclRankComm::abort() {
   for (auto& [id, r] : rings_)
     if (r.comm) {

@@ -40,6 +40,7 @@ class NcclRankComm final : public DeviceComm {
   void allGather(int64_t ring, const DevTensor& in, DevTensor& out, const OpDesc& d, cudaStream_t s) override;
   void broadcast(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) override;
   void reduce(int64_t ring, const DevTensor& in, DevTensor& out, int64_t root, const OpDesc& d, cudaStream_t s) override;
+  void sendRecv(int64_t ring, P2PKind kind, int64_t peer, DevTensor& t, const OpDesc& d, cudaStream_t s, bool opens, bool closes) override;
   void abort() override;
 
  private:
