@@ -134,7 +134,8 @@ class Simulator {
           double gap = std::max(0.0, n.start - stream_end[0]);
           double exposed = 0;
           Phase exposed_phase = n.phase;
-          if (n.is_comm) exposed = gap + dur;
+          // Sends and receives of one group run at once on the stream: count the time once.
+          if (n.is_comm) exposed = gap + std::max(0.0, n.end - std::max(n.start, stream_end[0]));
           else if (n.binding != kNone && nodes_[n.binding].is_comm) exposed = gap, exposed_phase = nodes_[n.binding].phase;
           rt.phases[size_t(exposed_phase)].exposed_s += exposed;
           rt.total.exposed_s += exposed;
