@@ -1,7 +1,10 @@
 // See collective_matmul_cost.h.
 #include "passes/collective_matmul_cost.h"
 
+#include "ops/op_view.h"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -36,6 +39,18 @@ double scatterPipeline(int64_t t, double gemm, double comm) {
   return reduced;
 }
 
+// One GEMM of a site's matmul on `rows` of its row operand (the weight read whole each time), as
+// cost_model.h's computeSeconds charges it.
+double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double parts) {
+  OpView v(*mm.op);
+  const Var* x = v.in(mm.grad ? "Out@GRAD" : "X");
+  const Var* w = v.in("Y");
+  double k = double(x->shape.back()), n = double(w->numel()) / k, m = double(x->numel()) / k / parts;
+  bool wide = model.widen_16bit && (x->dtype == DType::Float16 || x->dtype == DType::BFloat16);
+  double elem = wide ? 4 : double(dtypeSize(x->dtype));
+  return computeSeconds(model, x->dtype, 2 * m * n * k, (m * k + k * n + m * n) * elem, std::cbrt(m * n * k));
+}
+
 }  // namespace
 
 CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model) {
@@ -43,15 +58,14 @@ CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m
   const double t = double(m.ranks);
   double gemm = 0, extras = 0;
   for (const SiteMatmul& mm : m.matmuls) {
-    // A matmul_v2_grad costs its two GEMMs; its dX GEMM is one of them.
-    double whole = opCostSeconds(*mm.op, model) / (mm.grad ? 2 : 1);
-    e.whole_s += whole;
-    gemm += model.op_overhead_s + std::max(whole - model.op_overhead_s, 0.0) / t;
-    const Var* out = mm.op->outputs.empty() || mm.op->outputs[0].args.empty() ? nullptr : mm.op->outputs[0].args[0].var;
+    e.whole_s += gemmSeconds(mm, model, 1);
+    gemm += gemmSeconds(mm, model, t);
+    const Var* out = OpView(*mm.op).out(mm.grad ? "X@GRAD" : "Out");
     if (m.form == CollectiveMatmulForm::AllGather) extras += copySeconds(bytesOf(out), model);
   }
   if (m.form == CollectiveMatmulForm::AllGather && m.whole_read_elsewhere) extras += copySeconds(bytesOf(m.whole), model);
-  if (m.form == CollectiveMatmulForm::ReduceScatter) extras += copySeconds(bytesOf(m.matmuls.front().op->inputs[0].args[0].var), model);
+  if (m.form == CollectiveMatmulForm::ReduceScatter)
+    extras += copySeconds(bytesOf(OpView(*m.matmuls.front().op).in(m.matmuls.front().grad ? "Out@GRAD" : "X")), model);
   e.whole_s += opCostSeconds(*m.collective, model);
   // A rooted transfer of one chunk: the ring's t-1 steps, the chunk's bytes on each link.
   double comm = model.latency_s + (t - 1) * model.step_latency_s + bytesOf(m.shard) / model.bus_bw;

@@ -4,7 +4,8 @@
 // ring member; a chunk's GEMM on the compute stream while the next chunk travels on the comm
 // stream), both timed with the analyze cost model (analysis/cost_model.h) under the pass's preset.
 //
-//   chunk GEMM      op overhead + (the whole GEMM's cost - op overhead) / t
+//   chunk GEMM      computeSeconds of a GEMM on 1/t of the rows, the weight read whole (so a
+//                   chunk that small is memory-bound where the whole GEMM was not)
 //   chunk transfer  latency + steps x step latency + chunk bytes / bus bandwidth
 //                   (a rooted transfer of the chunk: broadcast from its owner, reduce to it)
 //   extras          the concat of the output row blocks (all-gather form; and of G when another op

@@ -57,10 +57,10 @@ void rewriteAllGather(const CollectiveMatmulMatch& m, int64_t p, const std::stri
   for (const SiteMatmul& site : m.matmuls) {
     Op* mm = plainMatmul(site);
     std::vector<Var*> blocks(size_t(m.ranks), nullptr);
-    for (int64_t i = 0; i < m.ranks; ++i) {  // own chunk first, then in arrival order
-      int64_t j = (p + i) % m.ranks;
-      blocks[size_t(j)] = rowBlockProduct(b, *mm, chunks[size_t(j)], m.ranks, *mm, ".rows" + std::to_string(j));
-    }
+    // Its own chunk first (no wait), then the others in the order their broadcasts arrive.
+    blocks[size_t(p)] = rowBlockProduct(b, *mm, chunks[size_t(p)], m.ranks, *mm, ".rows" + std::to_string(p));
+    for (int64_t j = 0; j < m.ranks; ++j)
+      if (j != p) blocks[size_t(j)] = rowBlockProduct(b, *mm, chunks[size_t(j)], m.ranks, *mm, ".rows" + std::to_string(j));
     concatRows(b, blocks, OpView(*mm).out("Out"), *mm, *mm);
     b.block().eraseOp(mm);
   }

@@ -23,6 +23,7 @@
 #include "passes/collective_rewrite_driver.h"
 #include "passes/overlap_support.h"
 #include "passes/machine_option.h"
+#include "passes/regather_match.h"
 #include "support/error.h"
 
 namespace spopt {
@@ -34,6 +35,7 @@ class DecomposeCollectiveMatmul final : public Pass {
  public:
   struct Options {
     std::string mode = "auto";
+    std::string phases = "forward";
     std::string preset = "h100-nvlink", link;  // machine_option.h
     double memory_cap = 0.05;
   };
@@ -46,7 +48,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     if (opts_.mode == "off") return false;
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "decompose-collective-matmul");
     Table table(job, {"decompose", "decomposed", "decomposition", "an all-gather or reduce-scatter next to a matmul"});
-    collect(job, table, ctx.explaining());
+    collect(job, table, ctx.explaining(), opts_.phases == "all");
     RingOrder rings(job);
     std::vector<MemoryProfile> memory;
     for (auto& p : job.programs) memory.push_back(profileMemory(*p, 0));
@@ -97,7 +99,7 @@ class DecomposeCollectiveMatmul final : public Pass {
 
   // Every all-gather and reduce-scatter next to a matmul, in program order. A matmul both fed by
   // a decomposed all-gather and reduce-scattered is decomposed once, on its all-gather side.
-  static void collect(Job& job, Table& table, bool explaining) {
+  static void collect(Job& job, Table& table, bool explaining, bool backward_too) {
     for (auto& p : job.programs) {
       std::vector<std::pair<Op*, CollectiveMatmulResult>> found;
       std::vector<const Op*> gathered_matmuls;
@@ -115,6 +117,9 @@ class DecomposeCollectiveMatmul final : public Pass {
       for (auto& [op, r] : found) {
         Op& collective = *op;
         CollectiveMatmulResult& res = r;
+        if (res.match && !backward_too && isBackwardOp(collective))
+          res = {true, std::nullopt, {"backward-overlapped", "overlap-collectives hides a backward collective behind the dW GEMMs; "
+                                                              "cutting it only adds chunk GEMMs (phases=all decomposes it)"}};
         if (res.match && res.match->form == CollectiveMatmulForm::ReduceScatter) {
           const Op* mm = res.match->matmuls.front().op;
           if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), mm) != gathered_matmuls.end())
@@ -154,6 +159,8 @@ PassInfo decomposeCollectiveMatmulPass() {
   info.options.insert(info.options.end(), {
       bindOption(&O::mode, "mode", "auto: where the cost model says it pays; always: every legal site; off: nothing", false,
                  {"auto", "always", "off"}),
+      bindOption(&O::phases, "phases", "forward: the collectives nothing hides (backward ones overlap-collectives hides); all", false,
+                 {"forward", "all"}),
       bindOption(&O::memory_cap, "memory-cap", "a site's chunks may raise a rank's peak memory at most this fraction"),
   });
   using S = DecomposeCollectiveMatmul::Stats;
