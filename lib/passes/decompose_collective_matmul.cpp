@@ -36,6 +36,7 @@ class DecomposeCollectiveMatmul final : public Pass {
   struct Options {
     std::string mode = "auto";
     std::string phases = "forward";
+    std::string forms = "both";
     std::string preset = "h100-nvlink", link;  // machine_option.h
     double memory_cap = 0.05;
   };
@@ -99,7 +100,11 @@ class DecomposeCollectiveMatmul final : public Pass {
 
   // Every all-gather and reduce-scatter next to a matmul, in program order. A matmul both fed by
   // a decomposed all-gather and reduce-scattered is decomposed once, on its all-gather side.
-  static void collect(Job& job, Table& table, bool explaining, bool backward_too) {
+  bool formWanted(CollectiveMatmulForm f) const {
+    return opts_.forms == "both" || (opts_.forms == "all-gather") == (f == CollectiveMatmulForm::AllGather);
+  }
+
+  void collect(Job& job, Table& table, bool explaining, bool backward_too) const {
     for (auto& p : job.programs) {
       std::vector<std::pair<Op*, CollectiveMatmulResult>> found;
       std::vector<const Op*> gathered_matmuls;
@@ -120,6 +125,8 @@ class DecomposeCollectiveMatmul final : public Pass {
         if (res.match && !backward_too && isBackwardOp(collective))
           res = {true, std::nullopt, {"backward-overlapped", "overlap-collectives hides a backward collective behind the dW GEMMs; "
                                                               "cutting it only adds chunk GEMMs (phases=all decomposes it)"}};
+        if (res.match && !formWanted(res.match->form))
+          res = {true, std::nullopt, {"form-off", "forms=" + opts_.forms}};
         if (res.match && res.match->form == CollectiveMatmulForm::ReduceScatter) {
           const Op* mm = res.match->matmuls.front().op;
           if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), mm) != gathered_matmuls.end())
@@ -161,6 +168,8 @@ PassInfo decomposeCollectiveMatmulPass() {
                  {"auto", "always", "off"}),
       bindOption(&O::phases, "phases", "forward: the collectives nothing hides (backward ones overlap-collectives hides); all", false,
                  {"forward", "all"}),
+      bindOption(&O::forms, "forms", "which sites: both, all-gather (bitwise on replay) or reduce-scatter (reorders a sum)", false,
+                 {"both", "all-gather", "reduce-scatter"}),
       bindOption(&O::memory_cap, "memory-cap", "a site's chunks may raise a rank's peak memory at most this fraction"),
   });
   using S = DecomposeCollectiveMatmul::Stats;
