@@ -1,8 +1,8 @@
-// STAND-IN until branch host-preset lands: see machine_option.h.
 #include "passes/machine_option.h"
 
-#include <cstdlib>
+#include <algorithm>
 
+#include "analysis/machine_model.h"
 #include "support/error.h"
 
 namespace spopt {
@@ -13,18 +13,24 @@ std::vector<std::string> machinePresetChoices() {
   return out;
 }
 
-HardwareModel passMachineModel(const Job&, const std::string& preset, const std::string& link, const std::string& pass) {
-  auto model = presetModel(preset);
-  if (!model) throw InputError("--passes", "", pass + ": preset " + preset + " is not available in this build");
-  if (link.empty()) return *model;
-  char* end = nullptr;
-  double gbps = std::strtod(link.c_str(), &end);
-  double latency_us = *end == ',' ? std::strtod(end + 1, &end) : 0;
-  if (!(gbps > 0) || *end) throw InputError("--passes", "", pass + ": link=" + link + ": expected BW_GBPS[,LATENCY_US]");
-  model->bus_bw = gbps * 1e9;
-  model->latency_s = latency_us * 1e-6;
-  model->step_latency_s = 0;
-  return *model;
+OptionSpec asLinkOption(OptionSpec spec) {
+  spec.accepts = [](std::string_view text) {
+    LinkSpec l;
+    return parseLinkSpec(text, l).empty();
+  };
+  spec.expect = kLinkSpelling;
+  return spec;
+}
+
+HardwareModel passMachineModel(const Job& job, const std::string& preset, const std::string& link, const std::string& pass) {
+  LinkSpec l;
+  if (std::string why = parseLinkSpec(link, l); !why.empty())
+    throw InputError("--passes", "", pass + ": link=" + link + ": " + why);
+  try {
+    return machineModel(preset, l, int(std::max<size_t>(job.programs.size(), 1)), "--passes");
+  } catch (const InputError& e) {
+    throw InputError("--passes", "", pass + ": " + e.diagnostic().message);
+  }
 }
 
 }  // namespace spopt
