@@ -15,6 +15,7 @@
 //  4. no member's live bytes at the site, plus the chunks, exceed its peak by more than
 //     memory-cap (the overlap pass's cap), else "memory-cap".
 #include <algorithm>
+#include <cstdio>
 
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
@@ -30,6 +31,12 @@ namespace spopt {
 namespace {
 
 using Table = CollectiveRewriteDriver<CollectiveMatmulMatch>;
+
+std::string fraction(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", f);
+  return b;
+}
 
 class DecomposeCollectiveMatmul final : public Pass {
  public:
@@ -144,13 +151,19 @@ class DecomposeCollectiveMatmul final : public Pass {
     const Program& p = *c.op->block->program;
     const MemoryProfile& prof = memory[p.position];
     if (c.op->block != p.blocks.front().get() || prof.live_at.empty()) return {};
-    int64_t extra = int64_t(m.ranks) * varBytes(*m.shard);
-    for (const SiteMatmul& mm : m.matmuls)
-      extra += varBytes(*mm.op->outputs[0].args[0].var);  // the row blocks beside the concat (or the partials)
+    // All-gather form: the chunks and the row blocks beside the output, G itself no longer made
+    // unless another op reads it; reduce-scatter form: X's row blocks and the sums landing elsewhere.
+    int64_t extra = 0;
+    if (m.form == CollectiveMatmulForm::AllGather) {
+      extra = int64_t(m.ranks) * varBytes(*m.shard) - (m.whole_read_elsewhere ? 0 : varBytes(*m.whole));
+      for (const SiteMatmul& mm : m.matmuls) extra += varBytes(*mm.op->outputs[0].args[0].var);
+    } else {
+      extra = int64_t(m.ranks - 1) * varBytes(*m.shard) + varBytes(*m.matmuls.front().op->inputs[0].args[0].var);
+    }
     int64_t at = prof.live_at[std::min(c.op_index, prof.live_at.size() - 1)] + extra;
     if (double(at) <= double(prof.peak_bytes) * (1 + opts_.memory_cap)) return {};
     return {"memory-cap", "rank " + std::to_string(p.rank) + " would hold " + std::to_string(at) + " bytes at the site, over its peak " +
-                              std::to_string(prof.peak_bytes) + " + memory-cap=" + std::to_string(opts_.memory_cap)};
+                              std::to_string(prof.peak_bytes) + " by more than memory-cap=" + fraction(opts_.memory_cap)};
   }
 };
 
