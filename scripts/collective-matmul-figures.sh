@@ -11,6 +11,7 @@
 #  4. replay --link LINK (local) before -> after, median of REPS, beside analyze --preset host
 #     with the same link (--bus-bw, --latency) for both.
 # usage: scripts/collective-matmul-figures.sh [SP_OPT]   Env: PRESET LINK=0.05,100 REPS=3 SKIP_REPLAY=1 SKIP_MPI=1
+#        ONLY_REPLAY=1 (section 4 alone)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sp=${1:-$root/build/sp-opt}
@@ -21,6 +22,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 before=fuse-allreduce-split,regather-activations,overlap-collectives
 after=fuse-allreduce-split,regather-activations,decompose-collective-matmul,overlap-collectives
 
+if [ -z "${ONLY_REPLAY:-}" ]; then
 echo "## 1. analyze --preset $PRESET, gen gpt --dtype bfloat16 --seq 2048 --batch 1 --tp 8 --sequence-parallel"
 echo "before: --passes=$before; after: --passes=$after"
 echo
@@ -89,24 +91,31 @@ for model in gpt llama; do
   done
 done
 
+fi
 [ -n "${SKIP_REPLAY:-}" ] && exit 0
 echo
-echo "## 4. replay --link $LINK (local backend, median of $REPS) beside analyze --preset host with the same link"
-bw=${LINK%%,*}; lat=${LINK#*,}; [ "$lat" = "$LINK" ] && lat=0
+echo "## 4. replay --link $LINK (local backend, median of $REPS) beside analyze --preset host --link $LINK"
 j=$dir/replay
 "$sp" gen gpt --tp 2 --layers 2 --hidden 512 --heads 8 --seq 256 --batch 2 --sequence-parallel -o "$j.json" > /dev/null
 "$sp" rewrite "$j.json" "$j.before.json" --passes="$before" 2> /dev/null
 "$sp" rewrite "$j.json" "$j.after.json" --passes="fuse-allreduce-split,regather-activations,decompose-collective-matmul{mode=always},overlap-collectives" 2> /dev/null
 echo
-echo "| job | replay step (median) | analyze --preset host --bus-bw ${bw}e9 --latency ${lat}e-6 |"
+echo "| job | replay step (median, slowest rank) | analyze --preset host --link $LINK (one calibration for both) |"
 echo "|---|---:|---:|"
+pred=$("$sp" analyze "$j.before.json" "$j.after.json" --preset host --link "$LINK" | sed -nE 's/^step time +([0-9.]+ [mu]?s) +([0-9.]+ [mu]?s).*/\1|\2/p' | head -1)
 for k in before after; do
   times=()
   for _ in $(seq "$REPS"); do
     # the slowest rank's "rank R  T ms" line of replay's time table
     times+=("$("$sp" replay "$j.$k.json" --link "$LINK" 2>&1 | sed -nE 's/^  rank [0-9]+ +([0-9.]+) ms.*/\1/p' | sort -g | tail -1)")
   done
-  pred=$("$sp" analyze "$j.$k.json" --preset host --bus-bw "${bw}e9" --latency "${lat}e-6" | sed -nE 's/^step ([0-9.]+ [mu]?s).*/\1/p')
   med=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (REPS + 1) / 2 ))p")
-  echo "| $k | $med ms (runs: ${times[*]}) | $pred |"
+  [ "$k" = before ] && p=${pred%%|*} || p=${pred##*|}
+  echo "| $k | $med ms (runs: ${times[*]}) | $p |"
 done
+echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+echo "what the pass itself decides for this job under preset=host,link=$LINK (after above is mode=always):"
+"$sp" rewrite "$j.json" "$dir/host.json" --passes="fuse-allreduce-split,regather-activations,decompose-collective-matmul{preset=host,link=$LINK},overlap-collectives" --stats --explain 2>&1 |
+  awk '/^  decompose-collective-matmul/ { on = 1; print; next } /^  [a-z]/ { on = 0 } on && /^    / { print }
+       /^decompose-collective-matmul: rank 0 .*no-gain/ && n++ < 2 { print }'
