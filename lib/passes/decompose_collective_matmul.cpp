@@ -14,6 +14,10 @@
 //     "latency-bound" / "no-gain" (the slowest member's figures);
 //  4. no member's live bytes at the site, plus the chunks, exceed its peak by more than
 //     memory-cap (the overlap pass's cap), else "memory-cap".
+// phases=forward (the default) leaves backward sites to overlap-collectives, which already hides
+// them behind the dW GEMMs (decomposing them measured slower: docs/passes.md). The chunks travel
+// as rooted collectives (a broadcast from, a reduce onto, their owner) until replay runs the
+// point-to-point ops a ring of send/recv needs.
 #include <algorithm>
 #include <cstdio>
 
@@ -181,7 +185,7 @@ PassInfo decomposeCollectiveMatmulPass() {
                  {"auto", "always", "off"}),
       bindOption(&O::phases, "phases", "forward: the collectives nothing hides (backward ones overlap-collectives hides); all", false,
                  {"forward", "all"}),
-      bindOption(&O::forms, "forms", "which sites: both, all-gather (bitwise on replay) or reduce-scatter (reorders a sum)", false,
+      bindOption(&O::forms, "forms", "which sites: both, all-gather (the same GEMM rows) or reduce-scatter (reorders a sum)", false,
                  {"both", "all-gather", "reduce-scatter"}),
       bindOption(&O::memory_cap, "memory-cap", "a site's chunks may raise a rank's peak memory at most this fraction"),
   });
