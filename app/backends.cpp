@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "analysis/machine_model.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/local_backend.h"
 #include "support/error.h"
@@ -55,21 +56,11 @@ std::unique_ptr<rt::Backend> makeBackend(const std::string& name, const rt::Back
 }
 
 rt::LinkModel parseLink(const std::string& text, const std::string& backend) {
-  rt::LinkModel link;
-  if (text.empty()) return link;
+  LinkSpec spec;
   auto bad = [&](const std::string& why) { throw InputError("--link", "", "'" + text + "': " + why); };
-  if (backend != "local" && backend != "mpi") bad("--link models a network for the local and mpi backends only");
-  size_t comma = text.find(',');
-  auto number = [&](const std::string& part, const char* what) {
-    char* end = nullptr;
-    double v = std::strtod(part.c_str(), &end);
-    if (part.empty() || !end || *end || !std::isfinite(v) || v < 0) bad(std::string(what) + " must be a number >= 0");
-    return v;
-  };
-  link.gbps = number(text.substr(0, comma), "BW_GBPS");
-  if (link.gbps <= 0) bad("BW_GBPS must be > 0");
-  if (comma != std::string::npos) link.latency_us = number(text.substr(comma + 1), "LATENCY_US");
-  return link;
+  if (!text.empty() && backend != "local" && backend != "mpi") bad("--link models a network for the local and mpi backends only");
+  if (std::string why = parseLinkSpec(text, spec); !why.empty()) bad(why);
+  return rt::LinkModel{spec};
 }
 
 void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks) {

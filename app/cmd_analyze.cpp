@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "analysis/job_report.h"
+#include "analysis/machine_model.h"
 #include "command.h"
 #include "job_checks.h"
 #include "io/loader.h"
@@ -24,6 +25,7 @@ namespace {
 struct Options {
   std::vector<std::string> jobs;
   std::string preset = "h100-nvlink";
+  std::string link;
   ModelOverrides overrides;
   std::string format = "text";
   std::string output = "-";
@@ -37,18 +39,14 @@ struct Options {
   int64_t dynamic_dim = 1;
 };
 
-// The host preset is measured with as many rank threads as the job's replay runs.
+// The host preset is measured with as many rank threads as the job's replay runs. --link and the
+// overrides of the bus figures say the same thing twice: one of them.
 HardwareModel chooseModel(const Options& o, int ranks) {
-  HardwareModel m;
-  if (o.preset == "host") {
-    m = hostModel(rt::measureHost(ranks));
-  } else if (auto p = presetModel(o.preset)) {
-    m = *p;
-  } else {
-    std::string known;
-    for (std::string_view n : presetNames()) known += (known.empty() ? "" : ", ") + std::string(n);
-    throw InputError("--preset", "", "unknown preset \"" + o.preset + "\"; valid presets: " + known);
-  }
+  LinkSpec link;
+  if (std::string why = parseLinkSpec(o.link, link); !why.empty()) throw InputError("--link", "", "'" + o.link + "': " + why);
+  if (link.on() && (o.overrides.bus_bw || o.overrides.latency_s))
+    throw InputError("--link", "", "sets the bus bandwidth and latency: give it or --bus-bw / --latency, not both");
+  HardwareModel m = machineModel(o.preset, link, ranks, "--preset");
   try {
     applyOverrides(m, o.overrides);
   } catch (const std::invalid_argument& e) {
@@ -60,11 +58,7 @@ HardwareModel chooseModel(const Options& o, int ranks) {
 }
 
 int printCalibration(int ranks) {
-  HostMeasurement h = rt::measureHost(ranks);
-  std::string curve;
-  for (auto [n, f] : h.sgemm_curve) curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(n)) + "\": " + std::to_string(int64_t(f / 1e6));
-  std::printf("{\"sgemm_mflops_by_n\": {%s}, \"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d, \"ranks\": %d}\n",
-              curve.c_str(), h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores, h.ranks);
+  std::printf("%s\n", rt::hostMeasurementJson(rt::measureHost(ranks)).c_str());
   return kExitOk;
 }
 
@@ -134,6 +128,9 @@ const Registrar reg{{"analyze", "What a job costs: bytes on the wire, FLOPs, act
                        sub.add_option("--mem-bw", o->overrides.mem_bw, "Override the memory bandwidth, bytes/s");
                        sub.add_option("--bus-bw", o->overrides.bus_bw, "Override the ring bus bandwidth, bytes/s");
                        sub.add_option("--latency", o->overrides.latency_s, "Override the per-collective latency, seconds");
+                       sub.add_option("--link", o->link,
+                                      "BW_GBPS[,LATENCY_US]: collectives over the link replay --link emulates (sets the bus "
+                                      "bandwidth and latency)");
                        sub.add_option("--format", o->format, "text, json (for CI) or html (one self-contained page)")
                            ->check(CLI::IsMember({"text", "json", "html"}));
                        sub.add_option("-o,--output", o->output, "Output file (default stdout)");

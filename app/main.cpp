@@ -8,10 +8,12 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/machine_model.h"
 #include "command.h"
 #include "io/atomic_file.h"
 #include "io/source.h"
 #include "io/temp_cleanup.h"
+#include "runtime/calibrate.h"
 #include "support/error.h"
 
 namespace spopt::app {
@@ -121,6 +123,8 @@ int main(int argc, char** argv) {
 
   if (max_input_bytes) setMaxInputBytes(max_input_bytes);
   installTempCleanupHandlers();
+  // Passes and analyze build `preset=host` through the analysis layer, which cannot measure.
+  setHostMeasurer(&rt::hostFigures);
 
   int code = kExitBadInput;
   try {

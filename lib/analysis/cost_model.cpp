@@ -230,10 +230,13 @@ double opCostSeconds(const Op& op, const HardwareModel& m) {
     t = op.outputs[0].args[0].var->dtype;
   else if (!op.inputs.empty() && !op.inputs[0].args.empty() && op.inputs[0].args[0].var)
     t = op.inputs[0].args[0].var->dtype;
+  return ring_s + computeSeconds(m, t, flops, bytes, gemmSize(op));
+}
+
+double computeSeconds(const HardwareModel& m, DType t, double flops, double bytes, double gemm_size) {
   double rate = m.flopsFor(t);
-  if (!m.gemm_curve.empty())
-    if (double size = gemmSize(op); size > 0) rate = std::min(rate, curveRate(m.gemm_curve, size));
-  return ring_s + m.op_overhead_s + std::max(flops / rate, bytes / m.mem_bw);
+  if (!m.gemm_curve.empty() && gemm_size > 0) rate = std::min(rate, curveRate(m.gemm_curve, gemm_size));
+  return m.op_overhead_s + std::max(flops / rate, bytes / m.mem_bw);
 }
 
 }  // namespace spopt

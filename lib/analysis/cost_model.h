@@ -80,6 +80,12 @@ struct WireBytes {
 };
 std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, const Job& job);
 
+// Seconds of a compute kernel on `m` that does `flops` in `t` and reads and writes `bytes`:
+// overhead + max(FLOPs / rate, bytes / mem_bw), the rate capped by the GEMM curve at `gemm_size`
+// (gemmSize's measure; 0: not a GEMM). What opCostSeconds charges a compute op; passes that cost
+// an op they have not built yet (a chunk of a GEMM) call it with that op's figures.
+double computeSeconds(const HardwareModel& m, DType t, double flops, double bytes, double gemm_size);
+
 // Seconds of the op on `m`: a collective alpha + steps x step latency + wire / bus_bw; a compute op
 // overhead + max(FLOPs / peak, bytes / mem_bw).
 double opCostSeconds(const Op& op, const HardwareModel& m);

@@ -25,6 +25,7 @@
 #include "ir/op_role.h"
 #include "passes/builtin_passes.h"
 #include "passes/collective_rewrite_driver.h"
+#include "passes/machine_option.h"
 #include "passes/matmul_grad_split.h"
 #include "passes/overlap_support.h"
 #include "support/error.h"
@@ -38,7 +39,7 @@ class OverlapCollectives final : public Pass {
     int64_t max_in_flight = 4;
     double memory_cap = 0.05;
     std::string phases = "backward+optimize";
-    std::string preset = "h100-nvlink";
+    std::string preset = "h100-nvlink", link;  // machine_option.h
     int64_t window = 512;
     bool split_grads = true;
   };
@@ -50,11 +51,10 @@ class OverlapCollectives final : public Pass {
   explicit OverlapCollectives(Options o) : opts_(std::move(o)) {}
 
   bool run(Job& job, PassContext& ctx) override {
-    auto model = presetModel(opts_.preset);
-    if (!model) throw InputError("--passes", "", "overlap-collectives: unknown preset \"" + opts_.preset + "\"");
+    const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     RingOrder ring_before(job);
-    StepTimeline sim_before = simulate(job, *model);
+    StepTimeline sim_before = simulate(job, model);
     bool changed = false;
     struct Placed {
       std::vector<Op*> original, now;
@@ -91,7 +91,7 @@ class OverlapCollectives final : public Pass {
       std::vector<std::vector<double>> costs;
       for (auto& r : regions) {
         costs.emplace_back();
-        for (Op* op : r) costs.back().push_back(opCostSeconds(*op, *model));
+        for (Op* op : r) costs.back().push_back(opCostSeconds(*op, model));
       }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
       const BufferAliases aliases(entry);
@@ -139,7 +139,7 @@ class OverlapCollectives final : public Pass {
     StepTimeline sim_after;
     if (revert.empty()) {
       try {
-        sim_after = simulateStep(job, *model);
+        sim_after = simulateStep(job, model);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
@@ -147,7 +147,7 @@ class OverlapCollectives final : public Pass {
     if (!revert.empty()) {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
-      sim_after = simulate(job, *model);
+      sim_after = simulate(job, model);
     }
     for (auto& pl : placed)
       for (auto& x : pl) changed = changed || x.now != x.original;
@@ -219,18 +219,15 @@ PassInfo overlapCollectivesPass() {
   PassInfo info;
   info.name = "overlap-collectives";
   info.description = "Hide backward collectives behind compute: comm stream per ring, split matmul grads, cost-driven list schedule";
-  std::vector<std::string> presets;
-  for (auto n : presetNames())
-    if (n != "host") presets.emplace_back(n);
-  info.options = {
+  info.options = machineOptions(&O::preset, &O::link);
+  info.options.insert(info.options.end(), {
       bindOption(&O::max_in_flight, "max-in-flight", "collectives of one ring issued and not finished, at most"),
       bindOption(&O::memory_cap, "memory-cap", "peak memory of a rank may rise at most this fraction; else ops move less far"),
       bindOption(&O::phases, "phases", "reorder the backward ops; the backward and optimizer ops (updates fill comm time); or every op",
                  false, {"backward", "backward+optimize", "all"}),
-      bindOption(&O::preset, "preset", "the analyze cost model the schedule is driven by (docs/analyze.md)", false, presets),
       bindOption(&O::window, "window", "an op moves past at most this many earlier unscheduled ops (-1: no bound; 0: keep the order)"),
       bindOption(&O::split_grads, "split-grads", "split matmul_v2_grad into dX and dW GEMMs where a run has collectives"),
-  };
+  });
   using S = OverlapCollectives::Stats;
   info.statistics = peakBytesStatistics(&S::peak_before, &S::peak_after);
   auto ns = [&](Statistic S::*m, const char* name, const char* help) {

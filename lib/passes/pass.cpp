@@ -48,6 +48,7 @@ bool parseOptionValue(OptionKind kind, std::string_view text, OptionValue& out) 
 
 bool parseOptionValue(const OptionSpec& spec, std::string_view text, OptionValue& out) {
   if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) return false;
+  if (spec.accepts && !spec.accepts(text)) return false;
   return parseOptionValue(spec.kind, text, out);
 }
 
@@ -58,6 +59,7 @@ std::string optionExpectText(const OptionSpec& spec) {
     case OptionKind::Float: return "a number";
     case OptionKind::String: break;
   }
+  if (!spec.expect.empty()) return spec.expect;
   if (spec.choices.empty()) return "a string";
   std::string s = "one of ";
   for (size_t i = 0; i < spec.choices.size(); ++i) s += (i ? ", " : "") + spec.choices[i];

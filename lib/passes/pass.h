@@ -36,6 +36,10 @@ struct OptionSpec {
   std::string help;
   bool hidden = false;       // testing aids: parsed as usual, listed only by `sp-opt passes --all`
   std::vector<std::string> choices = {};  // String options: the only values accepted (empty: any)
+  // String options with a grammar (link=BW_GBPS[,LATENCY_US]): whether a value is well formed, and
+  // what one looks like (for the one-line error); null: any value.
+  std::function<bool(std::string_view)> accepts = nullptr;
+  std::string expect = {};
   // Stores a parsed value into the pass's options struct (set by bindOption; null for specs
   // written by hand, whose pass reads OptionValues itself).
   std::function<void(void* options, const OptionValue&)> assign = nullptr;

@@ -1,5 +1,7 @@
 #include "passes/pipeline.h"
 
+#include <vector>
+
 #include "support/error.h"
 
 namespace spopt {
@@ -81,12 +83,20 @@ class Parser {
     }
     ConfiguredPass cp{info, OptionValues(info->options), {}};
     if (has_opts && !trim(opts).empty()) {
+      // A piece with no '=' that names no option continues the value before it: a value may hold
+      // commas (link=0.02,100, spelled as replay's --link).
+      std::vector<std::string_view> items;
       size_t s = 0;
       for (size_t i = 0; i <= opts.size(); ++i) {
         if (i < opts.size() && opts[i] != ',') continue;
-        option(cp, opts.substr(s, i - s));
+        std::string_view piece = opts.substr(s, i - s), word = trim(piece);
+        bool continues = !items.empty() && items.back().find('=') != std::string_view::npos && !word.empty() &&
+                         word.find('=') == std::string_view::npos && !info->option(std::string(word));
+        if (continues) items.back() = std::string_view(items.back().data(), size_t(opts.data() + i - items.back().data()));
+        else items.push_back(piece);
         s = i + 1;
       }
+      for (std::string_view item : items) option(cp, item);
     }
     return cp;
   }

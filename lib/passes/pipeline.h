@@ -1,6 +1,8 @@
 #pragma once
 // Textual pass pipelines, as on the command line: `a,b{opt=val,opt2=val},c`.
 // The empty string is the empty pipeline (rewrite then only loads, verifies and writes back).
+// A value may hold commas: a piece with no '=' that names no option continues the value before
+// it (`overlap-collectives{preset=host,link=0.02,100}`).
 #include <string>
 #include <string_view>
 #include <utility>

@@ -3,12 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <sstream>
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/cpu_budget.h"
 #include "runtime/kernels/blas.h"
+#include "support/error.h"
 
 namespace spopt::rt {
 
@@ -86,6 +93,10 @@ HostMeasurement measureHost(int ranks) {
   const Blas& blas = rt::blas();
   HostMeasurement m;
   m.ranks = std::max(ranks, 1);
+  // The GEMMs get the BLAS threads replay gives each rank (cpu_budget.h): at OpenBLAS's default
+  // width every rank thread would fan out over every core, and on a 2-core machine two ranks then
+  // measured 4-20x below what replay gets.
+  configureCpuBudget(m.ranks, m.ranks);
   for (int n : {32, 64, 128, 256, 512}) m.sgemm_curve.push_back({double(n), gemmRate<float>(blas.sgemm, n, m.ranks)});
   m.sgemm_flops = m.sgemm_curve.back().second;
   m.dgemm_flops = gemmRate<double>(blas.dgemm, 256, m.ranks);
@@ -94,6 +105,47 @@ HostMeasurement measureHost(int ranks) {
   // a few microseconds that no bandwidth term covers (docs/analyze.md).
   m.op_overhead_s = 3e-6;
   m.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return m;
+}
+
+std::string hostMeasurementJson(const HostMeasurement& h) {
+  std::string curve;
+  for (const auto& point : h.sgemm_curve)
+    curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(point.first)) + "\": " + std::to_string(int64_t(point.second / 1e6));
+  char rest[256];
+  std::snprintf(rest, sizeof rest, "\"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d, \"ranks\": %d}",
+                h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores, h.ranks);
+  return "{\"sgemm_mflops_by_n\": {" + curve + "}, " + rest;
+}
+
+HostMeasurement hostFigures(int ranks) {
+  const char* path = std::getenv("SPOPT_HOST_CALIBRATION");
+  if (!path || !*path) return measureHost(ranks);
+  auto bad = [&](const std::string& why) -> InputError { return InputError(path, "", "SPOPT_HOST_CALIBRATION: " + why); };
+  std::ifstream in(path);
+  if (!in) throw bad("cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  HostMeasurement m;
+  try {
+    auto j = nlohmann::json::parse(text.str());
+    for (const auto& [n, mflops] : j.at("sgemm_mflops_by_n").items()) m.sgemm_curve.push_back({std::stod(n), mflops.get<double>() * 1e6});
+    std::sort(m.sgemm_curve.begin(), m.sgemm_curve.end());
+    if (m.sgemm_curve.empty()) throw bad("sgemm_mflops_by_n is empty");
+    m.sgemm_flops = m.sgemm_curve.back().second;
+    m.dgemm_flops = j.at("dgemm_flops").get<double>();
+    m.copy_bw = j.at("copy_bw").get<double>();
+    m.op_overhead_s = j.at("op_overhead_s").get<double>();
+    m.cores = j.at("cores").get<int>();
+    m.ranks = j.at("ranks").get<int>();
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw bad(std::string("not the JSON line `sp-opt analyze --calibrate` prints: ") + e.what());
+  }
+  if (m.ranks != std::max(ranks, 1))
+    throw bad("measured with " + std::to_string(m.ranks) + " rank(s); this job runs " + std::to_string(ranks) +
+              " (--calibrate-ranks " + std::to_string(ranks) + ")");
   return m;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/collectives.h"
+#include "analysis/machine_model.h"
 #include "analysis/p2p.h"
 #include "ir/ir.h"
 #include "runtime/tensor.h"
@@ -167,13 +168,11 @@ class Backend {
   virtual int agreeOnExit(int code) { return code; }
 };
 
-// --link BW_GBPS[,LATENCY_US]: a collective takes at least latency + wire bytes / bandwidth of
-// wall time from the moment its last member arrived (the backend sleeps the rest), so that a
-// CPU replay shows what overlapping communication with compute saves. Off when gbps is 0.
-struct LinkModel {
-  double gbps = 0;        // GB/s (1e9 bytes per second) per rank
-  double latency_us = 0;
-  bool on() const { return gbps > 0; }
+// --link BW_GBPS[,LATENCY_US] (analysis/machine_model.h's LinkSpec, which the cost model times
+// alike): a collective takes at least latency + wire bytes / bandwidth of wall time from the moment
+// its last member arrived (the backend sleeps the rest), so that a CPU replay shows what
+// overlapping communication with compute saves. Off when gbps is 0.
+struct LinkModel : LinkSpec {
   // 0 when off (x / 0 would be inf, and converting it to an integer undefined: the fuzzer found
   // the local backend computing it for every collective); clamped below a century.
   std::chrono::nanoseconds duration(int64_t wire_bytes) const {

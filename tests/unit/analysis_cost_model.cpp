@@ -4,6 +4,7 @@
 
 #include "analysis/cost_model.h"
 #include "analysis/job_report.h"
+#include "analysis/machine_model.h"
 #include "analysis/simulate.h"
 #include "gen/generate.h"
 #include "io/loader.h"
@@ -142,4 +143,50 @@ TEST_CASE("collectives whose issue orders cross between rings are refused, not h
     CHECK(line.find("cross.json: /programs/") == 0);
     CHECK(line.find("form a cycle") != std::string::npos);
   }
+}
+
+TEST_CASE("the link's spelling, and a model with the link replay emulates", "[analyze]") {
+  LinkSpec l;
+  CHECK(parseLinkSpec("0.02,100", l).empty());
+  CHECK(l.gbps == 0.02);
+  CHECK(l.latency_us == 100);
+  CHECK(parseLinkSpec("5", l).empty());
+  CHECK((l.gbps == 5 && l.latency_us == 0));
+  CHECK(parseLinkSpec("", l).empty());
+  CHECK_FALSE(l.on());
+  CHECK(parseLinkSpec("0", l) == "BW_GBPS must be > 0");
+  CHECK(parseLinkSpec("x,1", l) == "BW_GBPS must be a number >= 0");
+  CHECK(parseLinkSpec("1,-1", l) == "LATENCY_US must be a number >= 0");
+  CHECK(parseLinkSpec("1,2,3", l) == "LATENCY_US must be a number >= 0");
+
+  HardwareModel m = machineModel("h100-nvlink", LinkSpec{0.05, 100}, 2, "--preset");
+  CHECK(m.bus_bw == Approx(0.05e9));
+  CHECK(m.latency_s == Approx(100e-6));
+  CHECK(m.step_latency_s == 0);
+  CHECK(m.name == "h100-nvlink + link 0.05,100");
+  CHECK(machineModel("h100-nvlink", LinkSpec{}, 2, "--preset").bus_bw == presetModel("h100-nvlink")->bus_bw);
+  CHECK_THROWS_WITH(machineModel("tpu", LinkSpec{}, 2, "--preset"), Catch::Contains("--preset: unknown preset \"tpu\""));
+}
+
+TEST_CASE("preset host: measured once per rank count through the registered measurer", "[analyze]") {
+  int calls = 0;
+  setHostMeasurer([&](int ranks) {
+    ++calls;
+    HostMeasurement h;
+    h.sgemm_flops = 1e10 * ranks;
+    h.sgemm_curve = {{64, 5e9}, {512, 1e10}};
+    h.copy_bw = 2e10;
+    h.ranks = ranks;
+    return h;
+  });
+  HardwareModel a = machineModel("host", LinkSpec{0.02, 100}, 2, "--passes");
+  HardwareModel b = machineModel("host", LinkSpec{}, 2, "--passes");
+  CHECK(calls == 1);
+  CHECK(a.bus_bw == Approx(0.02e9));
+  CHECK(b.bus_bw == Approx(2e10));  // the local backend's copies
+  CHECK(a.flopsFor(DType::Float32) == Approx(2e10));
+  machineModel("host", LinkSpec{}, 4, "--passes");
+  CHECK(calls == 2);
+  setHostMeasurer(nullptr);
+  CHECK_THROWS_WITH(machineModel("host", LinkSpec{}, 2, "--passes"), Catch::Contains("preset host needs a measurement"));
 }

@@ -162,3 +162,38 @@ TEST_CASE("the sequence-parallel alias expands in place to the whole chain", "[p
     CHECK(std::string(e.what()).find("alias \"sequence-parallel\" takes no options") != std::string::npos);
   }
 }
+
+TEST_CASE("a value may hold commas: a piece with no '=' that names no option continues it", "[passes][pipeline]") {
+  auto reg = testRegistry();
+  auto p = parsePipeline("alpha{label=0.02,100,count=4}", reg);
+  CHECK(p[0].options.getString("label") == "0.02,100");
+  CHECK(p[0].options.getInt("count") == 4);
+  CHECK(pipelineText(p) == "alpha{label=0.02,100,count=4}");
+  CHECK(pipelineText(parsePipeline(pipelineText(p), reg)) == pipelineText(p));
+  // An option's name alone is still a missing value, an empty piece still an empty option.
+  CHECK(pipelineErrorOf("alpha{label=x,flag}") == "--passes: option flag of pass alpha needs a value (flag=...)");
+  CHECK(pipelineErrorOf("alpha{label=x,,count=1}").find("empty option of pass alpha") != std::string::npos);
+  CHECK(pipelineErrorOf("alpha{count=1,2}") == "--passes: option count of pass alpha takes an integer, got \"1,2\"");
+}
+
+TEST_CASE("machine options: preset (host included) and link, checked when parsed", "[passes][pipeline]") {
+  const auto& reg = PassRegistry::builtin();
+  auto p = parsePipeline("overlap-collectives{preset=host,link=0.02,100,window=4}", reg);
+  CHECK(p[0].options.getString("preset") == "host");
+  CHECK(p[0].options.getString("link") == "0.02,100");
+  CHECK(p[0].options.getInt("window") == 4);
+  auto err = [&](std::string_view text) {
+    try {
+      parsePipeline(text, reg);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(err("overlap-collectives{link=0,100}") ==
+        "--passes: option link of pass overlap-collectives takes BW_GBPS[,LATENCY_US] (GB/s > 0, microseconds >= 0), got "
+        "\"0,100\"");
+  CHECK(err("overlap-collectives{link=fast}").find("takes BW_GBPS[,LATENCY_US]") != std::string::npos);
+  CHECK(err("overlap-collectives{link=1,-5}").find("got \"1,-5\"") != std::string::npos);
+  CHECK(err("overlap-collectives{preset=tpu}").find("takes one of h100-nvlink, h200-nvlink, a100-nvlink, host") != std::string::npos);
+}

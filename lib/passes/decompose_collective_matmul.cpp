@@ -1,0 +1,204 @@
+// Pass decompose-collective-matmul (collective matmul, PyTorch's async TP, XLA's windowed einsum):
+// the forward's communication, which nothing hides, is cut into one chunk per ring member so that
+// a matmul multiplies the chunk in hand while the next travels on the comm stream. The matcher
+// (collective_matmul_match.h) finds the all-gather -> matmul and matmul -> reduce-scatter sites,
+// forward and backward, and refuses what the math does not allow; the cost model
+// (collective_matmul_cost.h) declines sites whose chunks are latency-bound; the driver
+// (collective_rewrite_driver.h) decides every aligned ring position on all members or none, and
+// this file adds the memory check and the options.
+//
+// Decision per aligned ring position k, all-or-none on the ring's members:
+//  1. every member's collective #k is a matching site, else "peer-refused";
+//  2. every member's transfers land after the same number of ring collectives, else "ring-order";
+//  3. mode=auto: every member's pipeline beats the site as it is under preset=, else
+//     "latency-bound" / "no-gain" (the slowest member's figures);
+//  4. no member's live bytes at the site, plus the chunks, exceed its peak by more than
+//     memory-cap (the overlap pass's cap), else "memory-cap".
+// phases=forward (the default) leaves backward sites to overlap-collectives, which already hides
+// them behind the dW GEMMs (decomposing them measured slower: docs/passes.md). The chunks travel
+// as rooted collectives (a broadcast from, a reduce onto, their owner) until replay runs the
+// point-to-point ops a ring of send/recv needs.
+#include <algorithm>
+#include <cstdio>
+
+#include "analysis/memory.h"
+#include "analysis/ring_order.h"
+#include "passes/builtin_passes.h"
+#include "passes/collective_matmul_cost.h"
+#include "passes/collective_rewrite_driver.h"
+#include "passes/overlap_support.h"
+#include "passes/machine_option.h"
+#include "passes/regather_match.h"
+#include "support/error.h"
+
+namespace spopt {
+namespace {
+
+using Table = CollectiveRewriteDriver<CollectiveMatmulMatch>;
+
+std::string fraction(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", f);
+  return b;
+}
+
+class DecomposeCollectiveMatmul final : public Pass {
+ public:
+  struct Options {
+    std::string mode = "auto";
+    std::string phases = "forward";
+    std::string forms = "both";
+    std::string preset = "h100-nvlink", link;  // machine_option.h
+    double memory_cap = 0.05;
+  };
+  struct Stats {
+    Statistic gathers, scatters, saved_ns, peak_before, peak_after;
+  };
+  explicit DecomposeCollectiveMatmul(Options o) : opts_(std::move(o)) {}
+
+  bool run(Job& job, PassContext& ctx) override {
+    if (opts_.mode == "off") return false;
+    const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "decompose-collective-matmul");
+    Table table(job, {"decompose", "decomposed", "decomposition", "an all-gather or reduce-scatter next to a matmul"});
+    collect(job, table, ctx.explaining(), opts_.phases == "all");
+    RingOrder rings(job);
+    std::vector<MemoryProfile> memory;
+    for (auto& p : job.programs) memory.push_back(profileMemory(*p, 0));
+    auto planned = [&](size_t i) {
+      const CollectiveMatmulMatch& m = table.match(i);
+      const Op* before = m.form == CollectiveMatmulForm::AllGather ? m.collective : m.matmuls.front().op;
+      return PlannedCollective{before, signatureOf(*m.collective)};
+    };
+    Stats stats;
+    int64_t saved_ns = 0;
+    DecideOptions decide;
+    decide.check = [&](const AgreedPosition& pos) -> Refusal {
+      if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
+      double worst_saving = 1e30;
+      for (size_t i : pos.members) {
+        CollectiveMatmulEstimate e = estimateCollectiveMatmul(table.match(i), model);
+        if (opts_.mode == "auto")
+          if (Refusal r = collectiveMatmulCostRefusal(e, ctx.explaining()); !r.empty()) return r;
+        worst_saving = std::min(worst_saving, e.whole_s - e.decomposed_s);
+        if (Refusal r = memoryRefusal(table.state(i), table.match(i), memory); !r.empty()) return r;
+      }
+      saved_ns += int64_t(worst_saving * 1e9);
+      return {};
+    };
+    table.decide(rings, decide);
+    table.report(ctx);
+    int64_t gathers = 0, scatters = 0;
+    for (size_t i = 0; i < table.size(); ++i)
+      if (table.state(i).change) ++(table.match(i).form == CollectiveMatmulForm::AllGather ? gathers : scatters);
+    if (gathers + scatters == 0) return false;
+    for (const MemoryProfile& m : memory) stats.peak_before.raiseTo(m.peak_bytes);
+    for (size_t i = 0; i < table.size(); ++i) {
+      if (!table.state(i).change) continue;
+      const CollectiveMatmulMatch& m = table.match(i);
+      const Program& p = *m.collective->block->program;
+      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id));
+    }
+    for (auto& p : job.programs) stats.peak_after.raiseTo(profileMemory(*p, 0).peak_bytes);
+    stats.gathers = gathers;
+    stats.scatters = scatters;
+    stats.saved_ns = saved_ns;
+    ctx.publish(stats);
+    return true;
+  }
+
+ private:
+  Options opts_;
+
+  // Every all-gather and reduce-scatter next to a matmul, in program order. A matmul both fed by
+  // a decomposed all-gather and reduce-scattered is decomposed once, on its all-gather side.
+  bool formWanted(CollectiveMatmulForm f) const {
+    return opts_.forms == "both" || (opts_.forms == "all-gather") == (f == CollectiveMatmulForm::AllGather);
+  }
+
+  void collect(Job& job, Table& table, bool explaining, bool backward_too) const {
+    for (auto& p : job.programs) {
+      std::vector<std::pair<Op*, CollectiveMatmulResult>> found;
+      std::vector<const Op*> gathered_matmuls;
+      for (auto& b : p->blocks)
+        for (Op& op : b->ops) {
+          auto coll = commCollective(op);
+          if (!coll) continue;
+          CollectiveMatmulResult r = matchCollectiveMatmul(op, *coll, job, explaining);
+          if (!r.candidate) continue;
+          if (r.match && r.match->form == CollectiveMatmulForm::AllGather)
+            for (const SiteMatmul& mm : r.match->matmuls) gathered_matmuls.push_back(mm.op);
+          found.emplace_back(&op, std::move(r));
+        }
+      const OpDef& reduce = collectiveDef(CollectiveKind::Reduce);
+      for (auto& [op, r] : found) {
+        Op& collective = *op;
+        CollectiveMatmulResult& res = r;
+        if (res.match && !backward_too && isBackwardOp(collective))
+          res = {true, std::nullopt, {"backward-overlapped", "overlap-collectives hides a backward collective behind the dW GEMMs; "
+                                                              "cutting it only adds chunk GEMMs (phases=all decomposes it)"}};
+        if (res.match && !formWanted(res.match->form))
+          res = {true, std::nullopt, {"form-off", "forms=" + opts_.forms}};
+        if (res.match && res.match->form == CollectiveMatmulForm::ReduceScatter) {
+          const Op* mm = res.match->matmuls.front().op;
+          if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), mm) != gathered_matmuls.end())
+            res = {true, std::nullopt, {"shared-matmul", "its matmul is also fed by an all-gather this pass decomposes"}};
+          else if (!reduce.spelling(p->dialect))
+            res = {true, std::nullopt, {"no-spelling", "the program's dialect has no reduce op to sum a chunk onto its owner"}};
+        }
+        table.add(collective, *asCollective(collective), true, std::move(res.match), std::move(res.refusal));
+      }
+    }
+  }
+
+  // The chunks live beside what is live at the site: the member's peak may rise by memory-cap.
+  Refusal memoryRefusal(const CandidateState& c, const CollectiveMatmulMatch& m, const std::vector<MemoryProfile>& memory) const {
+    const Program& p = *c.op->block->program;
+    const MemoryProfile& prof = memory[p.position];
+    if (c.op->block != p.blocks.front().get() || prof.live_at.empty()) return {};
+    // All-gather form: the chunks and the row blocks beside the output, G itself no longer made
+    // unless another op reads it; reduce-scatter form: X's row blocks and the sums landing elsewhere.
+    int64_t extra = 0;
+    if (m.form == CollectiveMatmulForm::AllGather) {
+      extra = int64_t(m.ranks) * varBytes(*m.shard) - (m.whole_read_elsewhere ? 0 : varBytes(*m.whole));
+      for (const SiteMatmul& mm : m.matmuls) extra += varBytes(*mm.op->outputs[0].args[0].var);
+    } else {
+      extra = int64_t(m.ranks - 1) * varBytes(*m.shard) + varBytes(*m.matmuls.front().op->inputs[0].args[0].var);
+    }
+    int64_t at = prof.live_at[std::min(c.op_index, prof.live_at.size() - 1)] + extra;
+    if (double(at) <= double(prof.peak_bytes) * (1 + opts_.memory_cap)) return {};
+    return {"memory-cap", "rank " + std::to_string(p.rank) + " would hold " + std::to_string(at) + " bytes at the site, over its peak " +
+                              std::to_string(prof.peak_bytes) + " by more than memory-cap=" + fraction(opts_.memory_cap)};
+  }
+};
+
+}  // namespace
+
+PassInfo decomposeCollectiveMatmulPass() {
+  using O = DecomposeCollectiveMatmul::Options;
+  PassInfo info;
+  info.name = "decompose-collective-matmul";
+  info.description =
+      "Cut an all-gather feeding a matmul, or a reduce-scatter of one, into a chunk per ring member, overlapped with the chunk GEMMs";
+  info.options = machineOptions(&O::preset, &O::link);
+  info.options.insert(info.options.end(), {
+      bindOption(&O::mode, "mode", "auto: where the cost model says it pays; always: every legal site; off: nothing", false,
+                 {"auto", "always", "off"}),
+      bindOption(&O::phases, "phases", "forward: the collectives nothing hides (backward ones overlap-collectives hides); all", false,
+                 {"forward", "all"}),
+      bindOption(&O::forms, "forms", "which sites: both, all-gather (the same GEMM rows) or reduce-scatter (reorders a sum)", false,
+                 {"both", "all-gather", "reduce-scatter"}),
+      bindOption(&O::memory_cap, "memory-cap", "a site's chunks may raise a rank's peak memory at most this fraction"),
+  });
+  using S = DecomposeCollectiveMatmul::Stats;
+  info.statistics = {
+      bindStatistic(&S::gathers, "decomposed-all-gathers", StatUnit::Count, "all-gathers cut into chunks, all ranks"),
+      bindStatistic(&S::scatters, "decomposed-reduce-scatters", StatUnit::Count, "reduce-scatters cut into chunks, all ranks"),
+      bindStatistic(&S::saved_ns, "modelled-saving-ns", StatUnit::Nanoseconds,
+                    "per decomposed ring position, the slowest member's modelled gain, summed"),
+  };
+  for (StatisticSpec& peak : peakBytesStatistics(&S::peak_before, &S::peak_after)) info.statistics.push_back(std::move(peak));
+  info.create = [specs = info.options](const OptionValues& v) { return std::make_unique<DecomposeCollectiveMatmul>(v.bind<O>(specs)); };
+  return info;
+}
+
+}  // namespace spopt
