@@ -10,7 +10,8 @@
   X(fuseAllreduceSplitPass) \
   X(regatherActivationsPass) \
   X(splitMatmulGradPass) \
-  X(overlapCollectivesPass)
+  X(overlapCollectivesPass) \
+  X(recomputeActivationsPass)
 
 namespace spopt {
 

@@ -1,0 +1,258 @@
+#include "passes/recompute_segments.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "analysis/cost_model.h"
+#include "analysis/memory.h"
+#include "ir/op_role.h"
+#include "ops/op_builder.h"
+#include "ops/op_view.h"
+#include "ops/recompute_rule.h"
+#include "passes/regather_match.h"
+
+namespace spopt {
+namespace {
+
+struct RecomputeVarUse {
+  int64_t last_fwd = -1, first_bwd = -1;
+};
+
+struct RecomputeWalk {
+  std::vector<Op*> ops;
+  std::vector<Var*> anchors;
+  Refusal refusal;
+};
+
+class SegmentUnionFind {
+ public:
+  explicit SegmentUnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), size_t(0)); }
+  size_t find(size_t i) { return parent_[i] == i ? i : parent_[i] = find(parent_[i]); }
+  void unite(size_t a, size_t b) { parent_[find(a)] = find(b); }
+
+ private:
+  std::vector<size_t> parent_;
+};
+
+class SegmentFinder {
+ public:
+  SegmentFinder(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining)
+      : p_(p), entry_(*const_cast<Block*>(entryBlockOf(p))), allowed_(allowed), explaining_(explaining) {}
+
+  RankSegments run() {
+    RankSegments r;
+    r.program = &p_;
+    r.live = computeProgramLiveness(p_);
+    MemoryProfile prof = profileMemory(p_, r.live, 0);
+    r.live_at = std::move(prof.live_at);
+    r.peak = prof.peak_bytes;
+    use_.assign(p_.next_var_id, {});
+    for (Op& op : entry_.ops) ops_.push_back(&op);
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      const Op& op = *ops_[i];
+      bool fwd = phaseOf(op) == Phase::Forward, bwd = isBackwardOp(op);
+      for (const Slot& s : op.inputs)
+        for (const Arg& a : s.args) {
+          if (!a.var || a.var->block != &entry_ || !readsBuffer(op, s.name)) continue;
+          RecomputeVarUse& u = use_[a.var->id];
+          if (fwd) u.last_fwd = int64_t(i);
+          if (bwd && u.first_bwd < 0) u.first_bwd = int64_t(i);
+        }
+    }
+    // The saved vars, in program order of their producers.
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      Op& op = *ops_[i];
+      if (phaseOf(op) != Phase::Forward) continue;
+      for (const Slot& s : op.outputs)
+        for (const Arg& a : s.args) {
+          Var* v = a.var;
+          if (!v || v->block != &entry_ || v->persistable || keptToEnd(*v) || use_[v->id].first_bwd < 0) continue;
+          if (std::any_of(r.saved.begin(), r.saved.end(), [&](const SavedVar& sv) { return sv.var == v; })) continue;
+          SavedVar sv;
+          sv.var = v;
+          sv.producer = &op;
+          sv.producer_at = i;
+          sv.last_fwd_at = std::max<int64_t>(int64_t(i), use_[v->id].last_fwd);
+          sv.first_bwd_at = use_[v->id].first_bwd;
+          r.saved.push_back(sv);
+        }
+    }
+    group(r);
+    return r;
+  }
+
+ private:
+  std::string name(const Var* v) const { return explaining_ ? std::string(v->name) : std::string(); }
+  bool kept(const Var* v) const {
+    return v->persistable || keptToEnd(*v) || (v->block == &entry_ && use_[v->id].first_bwd >= 0);
+  }
+  size_t at(const Op* op) const { return entry_.indexOf(op); }
+
+  // The forward ops that make `t` again from kept vars, or why there are none.
+  RecomputeWalk walk(Var* t) {
+    RecomputeWalk w;
+    std::unordered_set<const Var*> seen{t};
+    std::unordered_set<const Op*> taken;
+    std::vector<Var*> stack{t};
+    auto refuse = [&](std::string code, std::string reason) {
+      w.refusal = {std::move(code), explaining_ ? std::move(reason) : std::string()};
+      return w;
+    };
+    while (!stack.empty()) {
+      Var* u = stack.back();
+      stack.pop_back();
+      if (u != t && kept(u)) {
+        w.anchors.push_back(u);
+        continue;
+      }
+      if (u->block != &entry_) return refuse("outside-entry-block", "needs " + name(u) + ", declared outside the entry block");
+      if (u->writers.empty()) return refuse("input-not-kept", "needs " + name(u) + ", a program input forward does not keep");
+      if (u->writers.size() != 1) return refuse("output-rewritten", "needs " + name(u) + ", written by more than one op");
+      Op* op = u->writers.front();
+      if (op->block != &entry_ || phaseOf(*op) != Phase::Forward)
+        return refuse("not-forward", "needs " + name(u) + ", made by " + std::string(op->type) + " outside forward");
+      if (auto why = whyNotRecomputable(*op)) return refuse(why->code, "needs " + name(u) + ", made by " + why->reason);
+      if (!allowed_(*op))
+        return refuse("not-in-policy", "needs " + name(u) + ", made by " + std::string(op->type) + ", which the policy leaves out");
+      if (!taken.insert(op).second) continue;
+      w.ops.push_back(op);
+      for (const Slot& s : op->inputs)
+        for (const Arg& a : s.args)
+          if (a.var && readsBuffer(*op, s.name) && seen.insert(a.var).second) stack.push_back(a.var);
+    }
+    return w;
+  }
+
+  // Candidates that share an op or read each other's vars become one segment.
+  void group(RankSegments& r) {
+    std::vector<RecomputeWalk> walks;
+    std::unordered_map<const Var*, size_t> target_of;
+    for (size_t i = 0; i < r.saved.size(); ++i) {
+      walks.push_back(walk(r.saved[i].var));
+      r.saved[i].refusal = walks.back().refusal;
+      if (walks.back().refusal.empty()) target_of[r.saved[i].var] = i;
+    }
+    SegmentUnionFind uf(r.saved.size());
+    std::unordered_map<const Op*, size_t> op_owner;
+    for (size_t i = 0; i < r.saved.size(); ++i) {
+      if (!r.saved[i].refusal.empty()) continue;
+      for (Op* op : walks[i].ops)
+        if (auto [it, fresh] = op_owner.emplace(op, i); !fresh) uf.unite(i, it->second);
+      for (Var* a : walks[i].anchors)
+        if (auto it = target_of.find(a); it != target_of.end()) uf.unite(i, it->second);
+    }
+    std::unordered_map<size_t, size_t> segment_of_root;
+    for (size_t i = 0; i < r.saved.size(); ++i) {
+      if (!r.saved[i].refusal.empty()) continue;
+      size_t root = uf.find(i);
+      auto found = segment_of_root.emplace(root, r.segments.size());
+      if (found.second) r.segments.emplace_back();
+      r.saved[i].segment = int(found.first->second);
+      r.segments[found.first->second].targets.push_back(i);
+    }
+    for (size_t k = 0; k < r.segments.size(); ++k) finish(r, r.segments[k], walks);
+    // Segments that cannot be placed refused all their vars: drop them, keep the indices dense.
+    std::vector<Segment> kept_segments;
+    for (Segment& s : r.segments) {
+      if (!r.saved[s.targets.front()].refusal.empty()) continue;
+      for (size_t ti : s.targets) r.saved[ti].segment = int(kept_segments.size());
+      kept_segments.push_back(std::move(s));
+    }
+    r.segments = std::move(kept_segments);
+  }
+
+  void finish(RankSegments& r, Segment& s, const std::vector<RecomputeWalk>& walks) {
+    std::unordered_set<const Op*> ops;
+    std::unordered_set<const Var*> targets, anchors;
+    for (size_t ti : s.targets) {
+      targets.insert(r.saved[ti].var);
+      for (Op* op : walks[ti].ops)
+        if (ops.insert(op).second) s.ops.push_back(op);
+    }
+    std::sort(s.ops.begin(), s.ops.end(), [&](const Op* a, const Op* b) { return entry_.isBefore(a, b); });
+    s.insert_at = INT64_MAX;
+    for (size_t ti : s.targets) s.insert_at = std::min(s.insert_at, r.saved[ti].first_bwd_at);
+    s.insert_before = ops_[size_t(s.insert_at)];
+    auto refuseAll = [&](std::string code, std::string reason) {
+      for (size_t ti : s.targets) {
+        r.saved[ti].refusal = {code, explaining_ ? reason : std::string()};
+        r.saved[ti].segment = -1;
+      }
+    };
+    for (size_t ti : s.targets)
+      if (r.saved[ti].last_fwd_at >= s.insert_at)
+        return refuseAll("read-after-backward", "a forward op reads what the segment makes after backward has begun");
+    size_t first_at = at(s.ops.front());
+    for (size_t ti : s.targets)
+      for (Var* a : walks[ti].anchors)
+        if (!targets.count(a) && anchors.insert(a).second) s.anchors.push_back(a);
+    for (Var* a : s.anchors)
+      for (const Op* w : a->writers)
+        if (w->block == &entry_ && at(w) > first_at && int64_t(at(w)) < s.insert_at)
+          return refuseAll("input-overwritten", name(a) + " is overwritten by " + std::string(w->type) + " before the recompute");
+    for (size_t ti : s.targets) s.bytes += varBytes(*r.saved[ti].var);
+    for (const Op* op : s.ops) {
+      s.flops += opFlops(*op);
+      s.text += (s.text.empty() ? "" : " > ") + std::string(op->type);
+      for (const Slot& sl : op->outputs)
+        for (const Arg& a : sl.args)
+          if (a.var && !targets.count(a.var)) s.temp_bytes += varBytes(*a.var);
+    }
+  }
+
+  Program& p_;
+  Block& entry_;
+  const std::function<bool(const Op&)>& allowed_;
+  bool explaining_;
+  std::vector<RecomputeVarUse> use_;
+  std::vector<Op*> ops_;
+};
+
+}  // namespace
+
+RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining) {
+  if (!entryBlockOf(p)) return {};
+  return SegmentFinder(p, allowed, explaining).run();
+}
+
+void applySegmentModel(LiveBytesTree& tree, const RankSegments& r, const Segment& s, int sign) {
+  const std::vector<int32_t>& dies = r.live.entry().dies_after;
+  for (size_t ti : s.targets) tree.add(r.saved[ti].last_fwd_at + 1, s.insert_at - 1, -sign * varBytes(*r.saved[ti].var));
+  for (const Var* a : s.anchors)
+    if (a->id < dies.size() && dies[a->id] >= 0 && dies[a->id] < s.insert_at) tree.add(dies[a->id] + 1, s.insert_at, sign * varBytes(*a));
+  tree.add(s.insert_at, s.insert_at, sign * s.temp_bytes);
+}
+
+void rewriteSegment(RankSegments& r, const Segment& s) {
+  OpBuilder b(*s.insert_before->block);
+  std::unordered_map<const Var*, Var*> copy;
+  for (Op* op : s.ops) {
+    NewOp n = b.clone(*op);
+    for (Slot& sl : n.op().inputs)
+      for (Arg& a : sl.args)
+        if (auto it = copy.find(a.var); it != copy.end()) a = {it->second->name, it->second};
+    for (Slot& sl : n.op().outputs)
+      for (Arg& a : sl.args) {
+        Var* fresh = b.freshVar(std::string(a.var->name) + "@recompute", a.var->shape, a.var->dtype, a.var);
+        copy[a.var] = fresh;
+        a = {fresh->name, fresh};
+      }
+    n.phase(Phase::Backward);
+    n.insertBefore(*s.insert_before);
+  }
+  for (size_t ti : s.targets) {
+    Var* t = r.saved[ti].var;
+    Var* c = copy.at(t);
+    std::vector<Op*> readers(t->readers.begin(), t->readers.end());
+    for (Op* rd : readers) {
+      if (!isBackwardOp(*rd)) continue;
+      for (Slot& sl : rd->inputs)
+        for (size_t i = 0; i < sl.args.size(); ++i)
+          if (sl.args[i].var == t && readsBuffer(*rd, sl.name)) setInputArg(*rd, sl.name, i, c);
+    }
+  }
+}
+
+}  // namespace spopt
