@@ -43,7 +43,7 @@ Op* singleForwardProducer(const Var* v) {
   return v && v->writers.size() == 1 && isForwardOpForRecompute(*v->writers.front()) ? v->writers.front() : nullptr;
 }
 
-bool isActivationVar(const Var* v) { return v && !v->persistable && !v->writers.empty(); }
+bool isActivationVar(const Var* v) { return v && !v->persistable; }
 
 void markAttentionAround(Op& softmax, std::vector<char>& marks) {
   std::vector<Op*> found{&softmax};

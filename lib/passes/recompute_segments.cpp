@@ -113,7 +113,7 @@ class SegmentFinder {
       Op* op = u->writers.front();
       if (op->block != &entry_ || phaseOf(*op) != Phase::Forward)
         return refuse("not-forward", "needs " + name(u) + ", made by " + std::string(op->type) + " outside forward");
-      if (auto why = whyNotRecomputable(*op)) return refuse(why->code, "needs " + name(u) + ", made by " + why->reason);
+      if (auto why = whyNotRecomputable(*op)) return refuse(why->code, "needs " + name(u) + ": " + why->reason);
       if (!allowed_(*op))
         return refuse("not-in-policy", "needs " + name(u) + ", made by " + std::string(op->type) + ", which the policy leaves out");
       if (!taken.insert(op).second) continue;
