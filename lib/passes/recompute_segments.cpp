@@ -111,10 +111,13 @@ class SegmentFinder {
       if (u->writers.empty()) return refuse("input-not-kept", "needs " + name(u) + ", a program input forward does not keep");
       if (u->writers.size() != 1) return refuse("output-rewritten", "needs " + name(u) + ", written by more than one op");
       Op* op = u->writers.front();
-      if (op->block != &entry_ || phaseOf(*op) != Phase::Forward)
+      // A constant (PIR passes a Scalar attribute as a pd_op.full operand, with no op_role) is
+      // made again wherever it is needed, whatever its phase or the policy.
+      bool constant = OpView(*op).has(trait::Constant) && op->inputs.empty();
+      if (op->block != &entry_ || (!constant && phaseOf(*op) != Phase::Forward))
         return refuse("not-forward", "needs " + name(u) + ", made by " + std::string(op->type) + " outside forward");
       if (auto why = whyNotRecomputable(*op)) return refuse(why->code, "needs " + name(u) + ": " + why->reason);
-      if (!allowed_(*op))
+      if (!constant && !allowed_(*op))
         return refuse("not-in-policy", "needs " + name(u) + ", made by " + std::string(op->type) + ", which the policy leaves out");
       if (!taken.insert(op).second) continue;
       w.ops.push_back(op);
