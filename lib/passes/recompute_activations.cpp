@@ -51,7 +51,7 @@ class RecomputeActivations final : public Pass {
                                 : opts_.policy == "list"          ? markPatternOps(*p, patterns_)
                                                                   : std::vector<char>();
       auto allowed = [&marks](const Op& op) { return marks.empty() || (op.id < marks.size() && marks[op.id]); };
-      RankSegments r = findSegments(*p, allowed, ctx.explaining());
+      RankSegments r = findSegments(*p, allowed, ctx.explaining(), /*merge_dependent=*/opts_.policy != "budget");
       stats.peak_before.raiseTo(r.peak);
       std::vector<char> chosen = choose(r, ctx);
       report(r, chosen, ctx);
@@ -93,8 +93,12 @@ class RecomputeActivations final : public Pass {
     std::string why = !c.met ? "the budget is out of reach; the search kept it as it does not lower the peak"
                               : "the modelled peak (" + std::to_string(c.peak) + " bytes) is within budget=" +
                                     std::to_string(opts_.budget) + " without it";
-    for (size_t k = 0; k < r.segments.size(); ++k)
-      if (!c.chosen[k]) not_chosen_[k] = ctx.explaining() ? why : std::string();
+    for (size_t k = 0; k < r.segments.size(); ++k) {
+      if (c.chosen[k] || !ctx.explaining()) continue;
+      not_chosen_[k] = why;
+      for (size_t other : r.segments[k].conflicts)
+        if (c.chosen[other]) not_chosen_[k] = "it reads what a chosen segment (" + r.segments[other].text + ") recomputes";
+    }
     return c.chosen;
   }
 

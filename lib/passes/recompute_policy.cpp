@@ -43,6 +43,12 @@ Op* singleForwardProducer(const Var* v) {
   return v && v->writers.size() == 1 && isForwardOpForRecompute(*v->writers.front()) ? v->writers.front() : nullptr;
 }
 
+bool readsNoBuffer(const Op& op) {
+  for (const Slot& s : op.inputs)
+    if (readsBuffer(op, s.name) && !s.args.empty()) return false;
+  return true;
+}
+
 bool isActivationVar(const Var* v) { return v && !v->persistable; }
 
 void markAttentionAround(Op& softmax, std::vector<char>& marks) {
@@ -69,7 +75,19 @@ void markAttentionAround(Op& softmax, std::vector<char>& marks) {
     found.push_back(next);
   }
   found.push_back(next);
+  // A fill the pointwise ops read (a causal mask's fill_any_like: it reads only a shape) belongs
+  // to the attention too, else its output would have to live until the recompute.
+  for (size_t i = 0, n = found.size(); i < n; ++i)
+    for (const Slot& s : found[i]->inputs)
+      for (const Arg& a : s.args)
+        if (Op* fill = singleForwardProducer(a.var); fill && readsNoBuffer(*fill)) found.push_back(fill);
   for (Op* op : found) marks[op->id] = 1;
+}
+
+bool conflictsWithChosen(const Segment& s, const std::vector<char>& chosen) {
+  for (size_t other : s.conflicts)
+    if (chosen[other]) return true;
+  return false;
 }
 
 BudgetChoice finishChoice(const RankSegments& r, LiveBytesTree& tree, std::vector<char> chosen, int64_t budget) {
@@ -138,6 +156,7 @@ BudgetChoice chooseGreedy(const RankSegments& r, int64_t budget) {
   std::vector<size_t> taken;
   for (size_t k : order) {
     if (tree.peak() <= budget) break;
+    if (conflictsWithChosen(r.segments[k], chosen)) continue;
     int64_t before = tree.peak();
     applySegmentModel(tree, r, r.segments[k], +1);
     if (tree.peak() < before) chosen[k] = 1, taken.push_back(k);
@@ -160,6 +179,8 @@ BudgetChoice chooseExact(const RankSegments& r, int64_t budget) {
   int64_t best_peak = INT64_MAX;
   bool best_met = false;
   auto consider = [&]() {
+    for (size_t k = 0; k < n; ++k)
+      if (state[k] && conflictsWithChosen(r.segments[k], state)) return;
     int64_t peak = tree.peak();
     bool met = peak <= budget;
     bool better = best.empty() || (met && !best_met) ||

@@ -38,8 +38,8 @@ class SegmentUnionFind {
 
 class SegmentFinder {
  public:
-  SegmentFinder(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining)
-      : p_(p), entry_(*const_cast<Block*>(entryBlockOf(p))), allowed_(allowed), explaining_(explaining) {}
+  SegmentFinder(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, bool merge_dependent)
+      : p_(p), entry_(*const_cast<Block*>(entryBlockOf(p))), allowed_(allowed), explaining_(explaining), merge_(merge_dependent) {}
 
   RankSegments run() {
     RankSegments r;
@@ -144,7 +144,7 @@ class SegmentFinder {
       for (Op* op : walks[i].ops)
         if (auto [it, fresh] = op_owner.emplace(op, i); !fresh) uf.unite(i, it->second);
       for (Var* a : walks[i].anchors)
-        if (auto it = target_of.find(a); it != target_of.end()) uf.unite(i, it->second);
+        if (auto it = target_of.find(a); merge_ && it != target_of.end()) uf.unite(i, it->second);
     }
     std::unordered_map<size_t, size_t> segment_of_root;
     for (size_t i = 0; i < r.saved.size(); ++i) {
@@ -164,6 +164,14 @@ class SegmentFinder {
       kept_segments.push_back(std::move(s));
     }
     r.segments = std::move(kept_segments);
+    for (size_t k = 0; k < r.segments.size(); ++k)
+      for (const Var* a : r.segments[k].anchors)
+        if (auto it = target_of.find(a); it != target_of.end() && r.saved[it->second].segment >= 0) {
+          size_t other = size_t(r.saved[it->second].segment);
+          if (other == k) continue;
+          r.segments[k].conflicts.push_back(other);
+          r.segments[other].conflicts.push_back(k);
+        }
   }
 
   void finish(RankSegments& r, Segment& s, const std::vector<RecomputeWalk>& walks) {
@@ -191,8 +199,10 @@ class SegmentFinder {
     for (size_t ti : s.targets)
       for (Var* a : walks[ti].anchors)
         if (!targets.count(a) && anchors.insert(a).second) s.anchors.push_back(a);
+    // A var written once holds one value; one written again between the segment and its copy
+    // would hand the copy another value.
     for (Var* a : s.anchors)
-      for (const Op* w : a->writers)
+      for (const Op* w : a->writers.size() > 1 ? a->writers : OpList{})
         if (w->block == &entry_ && at(w) > first_at && int64_t(at(w)) < s.insert_at)
           return refuseAll("input-overwritten", name(a) + " is overwritten by " + std::string(w->type) + " before the recompute");
     for (size_t ti : s.targets) s.bytes += varBytes(*r.saved[ti].var);
@@ -209,15 +219,16 @@ class SegmentFinder {
   Block& entry_;
   const std::function<bool(const Op&)>& allowed_;
   bool explaining_;
+  bool merge_;
   std::vector<RecomputeVarUse> use_;
   std::vector<Op*> ops_;
 };
 
 }  // namespace
 
-RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining) {
+RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, bool merge_dependent) {
   if (!entryBlockOf(p)) return {};
-  return SegmentFinder(p, allowed, explaining).run();
+  return SegmentFinder(p, allowed, explaining, merge_dependent).run();
 }
 
 void applySegmentModel(LiveBytesTree& tree, const RankSegments& r, const Segment& s, int sign) {

@@ -12,7 +12,8 @@
 //  - the policy allows (core attention, a user's op patterns, or any).
 // Candidates whose walks share an op, or where one reads another's var, are one segment (the
 // softmax output, the dropout mask and the dropout output of one attention): recomputing one
-// without the other would keep what it was meant to free. A segment is copied, in program order,
+// without the other would keep what it was meant to free. The budget policy asks for finer
+// segments: one that reads another's var conflicts with it instead of joining it. A segment is copied, in program order,
 // right before the first backward reader of any of its vars; the backward buffer readers then read
 // the copies (recompute_segments.cpp, rewriteSegment), and the forward vars die after forward.
 //
@@ -53,6 +54,9 @@ struct Segment {
   int64_t temp_bytes = 0;        // bytes its copies write besides those
   double flops = 0;              // the cost model's FLOPs of one run of its ops
   std::string text;              // "matmul_v2 > scale > softmax > dropout"
+  // Segments that recompute a var this one reads (found with merge_dependent false): this one's
+  // copies need the forward var, so the two are never chosen together.
+  std::vector<size_t> conflicts;
 };
 
 struct RankSegments {
@@ -64,8 +68,11 @@ struct RankSegments {
   int64_t peak = 0;
 };
 
-// `allowed`: whether the policy lets a segment contain this forward op.
-RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining);
+// `allowed`: whether the policy lets a segment contain this forward op. `merge_dependent`: a
+// candidate that reads another's var joins its segment (else the two conflict: finer segments
+// for the budget search, whose own insertion points may differ).
+RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining,
+                          bool merge_dependent = true);
 // Applies (+1) or undoes (-1) a segment in the rank's memory model.
 void applySegmentModel(LiveBytesTree& tree, const RankSegments& r, const Segment& s, int sign);
 // Copies the segment before its insertion point and points the backward readers at the copies.
