@@ -104,14 +104,20 @@ class RecomputeActivations final : public Pass {
 
   // One record per saved activation: recomputed (a note), kept by the budget, or why not.
   void report(const RankSegments& r, const std::vector<char>& chosen, PassContext& ctx) {
+    std::vector<int64_t> chosen_of(r.saved.size(), -1);
+    for (size_t c = 0; c < r.segments.size(); ++c)
+      for (size_t ti : r.segments[c].targets)
+        if (chosen[c]) chosen_of[ti] = int64_t(c);
     for (const SavedVar& sv : r.saved) {
       ctx.countCandidate();
       if (sv.segment < 0) {
         ctx.refuse(explainRecord(*sv.producer, sv.producer_at, {sv.refusal.code, reasonFor(sv, sv.refusal.reason)}));
         continue;
       }
-      const Segment& s = r.segments[size_t(sv.segment)];
-      if (!chosen[size_t(sv.segment)]) {
+      // A var may sit in its own segment and in a pair offered as one: whichever was chosen.
+      size_t k = chosen_of[size_t(&sv - r.saved.data())] >= 0 ? size_t(chosen_of[size_t(&sv - r.saved.data())]) : size_t(sv.segment);
+      const Segment& s = r.segments[k];
+      if (!chosen[k]) {
         ctx.refuse(explainRecord(*sv.producer, sv.producer_at, {"kept-in-budget", reasonFor(sv, not_chosen_[size_t(sv.segment)])}));
         continue;
       }

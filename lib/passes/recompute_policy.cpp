@@ -154,16 +154,25 @@ BudgetChoice chooseGreedy(const RankSegments& r, int64_t budget) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return perFlop(a) > perFlop(b); });
   std::vector<char> chosen(r.segments.size(), 0);
   std::vector<size_t> taken;
+  // A segment in conflict with chosen ones replaces them (a pair offered as one segment replacing
+  // its cheaper half) when that lowers the peak.
   for (size_t k : order) {
     if (tree.peak() <= budget) break;
-    if (conflictsWithChosen(r.segments[k], chosen)) continue;
     int64_t before = tree.peak();
+    std::vector<size_t> replaced;
+    for (size_t other : r.segments[k].conflicts)
+      if (chosen[other]) replaced.push_back(other), chosen[other] = 0, applySegmentModel(tree, r, r.segments[other], -1);
     applySegmentModel(tree, r, r.segments[k], +1);
-    if (tree.peak() < before) chosen[k] = 1, taken.push_back(k);
-    else applySegmentModel(tree, r, r.segments[k], -1);
+    if (tree.peak() < before) {
+      chosen[k] = 1, taken.push_back(k);
+      continue;
+    }
+    applySegmentModel(tree, r, r.segments[k], -1);
+    for (size_t other : replaced) chosen[other] = 1, applySegmentModel(tree, r, r.segments[other], +1);
   }
   if (tree.peak() <= budget)
     for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+      if (!chosen[*it]) continue;
       applySegmentModel(tree, r, r.segments[*it], -1);
       if (tree.peak() <= budget) chosen[*it] = 0;
       else applySegmentModel(tree, r, r.segments[*it], +1);

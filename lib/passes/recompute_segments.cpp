@@ -172,9 +172,29 @@ class SegmentFinder {
           r.segments[k].conflicts.push_back(other);
           r.segments[other].conflicts.push_back(k);
         }
+    // Each such pair is also offered as one segment (the softmax and its dropout: together they
+    // free what neither frees alone), in conflict with both halves and their conflicts.
+    for (size_t k = 0, n = r.segments.size(); k < n; ++k)
+      for (size_t other : std::vector<size_t>(r.segments[k].conflicts)) {
+        if (other < k || other >= n) continue;
+        Segment both;
+        both.targets = r.segments[k].targets;
+        both.targets.insert(both.targets.end(), r.segments[other].targets.begin(), r.segments[other].targets.end());
+        finish(r, both, walks, /*combined=*/true);
+        if (both.ops.empty()) continue;
+        size_t at_index = r.segments.size();
+        both.conflicts = {k, other};
+        for (size_t half : {k, other})
+          for (size_t c : r.segments[half].conflicts)
+            if (c != k && c != other) both.conflicts.push_back(c);
+        for (size_t c : both.conflicts) r.segments[c].conflicts.push_back(at_index);
+        r.segments.push_back(std::move(both));
+      }
   }
 
-  void finish(RankSegments& r, Segment& s, const std::vector<RecomputeWalk>& walks) {
+  // `combined`: a pair offered as one segment; when it cannot be placed its ops are cleared and
+  // the halves' records are left alone.
+  void finish(RankSegments& r, Segment& s, const std::vector<RecomputeWalk>& walks, bool combined = false) {
     std::unordered_set<const Op*> ops;
     std::unordered_set<const Var*> targets, anchors;
     for (size_t ti : s.targets) {
@@ -187,6 +207,7 @@ class SegmentFinder {
     for (size_t ti : s.targets) s.insert_at = std::min(s.insert_at, r.saved[ti].first_bwd_at);
     s.insert_before = ops_[size_t(s.insert_at)];
     auto refuseAll = [&](std::string code, std::string reason) {
+      if (combined) return s.ops.clear();
       for (size_t ti : s.targets) {
         r.saved[ti].refusal = {code, explaining_ ? reason : std::string()};
         r.saved[ti].segment = -1;
