@@ -98,7 +98,7 @@ print("\n## 3b. greedy vs exact (gen gpt --tp 2 --layers 2 --hidden 64 --heads 4
 sm = f"{d}/sm"
 run("gen", "gpt", "--tp", "2", "--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--batch", "2", "--sequence-parallel", "-o", sm + ".json")
 run("rewrite", sm + ".json", sm + "c.json", "--passes", CHAIN)
-full = run("rewrite", sm + "c.json", sm + "f.json", "--passes", "recompute-activations{policy=budget,budget=1,search=exact}", "--stats").stderr
+full = run("rewrite", sm + "c.json", sm + "f.json", "--passes", "recompute-activations{policy=budget,budget=1,search=exact,exact-limit=22}", "--stats").stderr
 shi, slo = stat(full, "peak-bytes-before"), stat(full, "peak-bytes-after")
 print(f"peak {shi:,} B, lowest reachable {slo:,} B\n")
 print("| budget | greedy FLOPs added | greedy peak | exact FLOPs added | exact peak | greedy / exact |")
@@ -106,7 +106,7 @@ print("|---:|---:|---:|---:|---:|---:|")
 for i in range(1, 9):
     budget = shi - (shi - slo) * i // 8
     g = run("rewrite", sm + "c.json", sm + "g.json", "--passes", f"recompute-activations{{policy=budget,budget={budget},search=greedy}}", "--stats").stderr
-    e = run("rewrite", sm + "c.json", sm + "e.json", "--passes", f"recompute-activations{{policy=budget,budget={budget},search=exact}}", "--stats").stderr
+    e = run("rewrite", sm + "c.json", sm + "e.json", "--passes", f"recompute-activations{{policy=budget,budget={budget},search=exact,exact-limit=22}}", "--stats").stderr
     gf, ef = stat(g, "flops-added"), stat(e, "flops-added")
     print(f"| {budget:,} | {gf:,} | {stat(g, 'peak-bytes-after'):,} | {ef:,} | {stat(e, 'peak-bytes-after'):,} | {gf / ef if ef else float('nan'):.3f} |")
 
