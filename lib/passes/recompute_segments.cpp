@@ -8,7 +8,6 @@
 #include "analysis/cost_model.h"
 #include "analysis/memory.h"
 #include "ir/op_role.h"
-#include "ops/op_builder.h"
 #include "ops/op_view.h"
 #include "ops/recompute_rule.h"
 #include "passes/regather_match.h"
@@ -26,14 +25,11 @@ struct RecomputeWalk {
   Refusal refusal;
 };
 
-class SegmentUnionFind {
- public:
-  explicit SegmentUnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), size_t(0)); }
-  size_t find(size_t i) { return parent_[i] == i ? i : parent_[i] = find(parent_[i]); }
-  void unite(size_t a, size_t b) { parent_[find(a)] = find(b); }
-
- private:
-  std::vector<size_t> parent_;
+struct SegmentUnionFind {
+  explicit SegmentUnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), size_t(0)); }
+  size_t find(size_t i) { return parent[i] == i ? i : parent[i] = find(parent[i]); }
+  void unite(size_t a, size_t b) { parent[find(a)] = find(b); }
+  std::vector<size_t> parent;
 };
 
 class SegmentFinder {
@@ -62,14 +58,14 @@ class SegmentFinder {
         }
     }
     // The saved vars, in program order of their producers.
+    std::vector<char> listed(p_.next_var_id, 0);
     for (size_t i = 0; i < ops_.size(); ++i) {
       Op& op = *ops_[i];
       if (phaseOf(op) != Phase::Forward) continue;
       for (const Slot& s : op.outputs)
         for (const Arg& a : s.args) {
           Var* v = a.var;
-          if (!v || v->block != &entry_ || v->persistable || keptToEnd(*v) || use_[v->id].first_bwd < 0) continue;
-          if (std::any_of(r.saved.begin(), r.saved.end(), [&](const SavedVar& sv) { return sv.var == v; })) continue;
+          if (!v || v->block != &entry_ || v->persistable || keptToEnd(*v) || use_[v->id].first_bwd < 0 || listed[v->id]++) continue;
           SavedVar sv;
           sv.var = v;
           sv.producer = &op;
@@ -156,7 +152,7 @@ class SegmentFinder {
       r.segments[found.first->second].targets.push_back(i);
     }
     for (size_t k = 0; k < r.segments.size(); ++k) finish(r, r.segments[k], walks);
-    // Segments that cannot be placed refused all their vars: drop them, keep the indices dense.
+    // Segments that cannot be placed refused their vars: drop them, indices kept dense.
     std::vector<Segment> kept_segments;
     for (Segment& s : r.segments) {
       if (!r.saved[s.targets.front()].refusal.empty()) continue;
@@ -239,8 +235,7 @@ class SegmentFinder {
   Program& p_;
   Block& entry_;
   const std::function<bool(const Op&)>& allowed_;
-  bool explaining_;
-  bool merge_;
+  bool explaining_, merge_;
   std::vector<RecomputeVarUse> use_;
   std::vector<Op*> ops_;
 };
@@ -250,44 +245,6 @@ class SegmentFinder {
 RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, bool merge_dependent) {
   if (!entryBlockOf(p)) return {};
   return SegmentFinder(p, allowed, explaining, merge_dependent).run();
-}
-
-void applySegmentModel(LiveBytesTree& tree, const RankSegments& r, const Segment& s, int sign) {
-  const std::vector<int32_t>& dies = r.live.entry().dies_after;
-  for (size_t ti : s.targets) tree.add(r.saved[ti].last_fwd_at + 1, s.insert_at - 1, -sign * varBytes(*r.saved[ti].var));
-  for (const Var* a : s.anchors)
-    if (a->id < dies.size() && dies[a->id] >= 0 && dies[a->id] < s.insert_at) tree.add(dies[a->id] + 1, s.insert_at, sign * varBytes(*a));
-  tree.add(s.insert_at, s.insert_at, sign * s.temp_bytes);
-}
-
-void rewriteSegment(RankSegments& r, const Segment& s) {
-  OpBuilder b(*s.insert_before->block);
-  std::unordered_map<const Var*, Var*> copy;
-  for (Op* op : s.ops) {
-    NewOp n = b.clone(*op);
-    for (Slot& sl : n.op().inputs)
-      for (Arg& a : sl.args)
-        if (auto it = copy.find(a.var); it != copy.end()) a = {it->second->name, it->second};
-    for (Slot& sl : n.op().outputs)
-      for (Arg& a : sl.args) {
-        Var* fresh = b.freshVar(std::string(a.var->name) + "@recompute", a.var->shape, a.var->dtype, a.var);
-        copy[a.var] = fresh;
-        a = {fresh->name, fresh};
-      }
-    n.phase(Phase::Backward);
-    n.insertBefore(*s.insert_before);
-  }
-  for (size_t ti : s.targets) {
-    Var* t = r.saved[ti].var;
-    Var* c = copy.at(t);
-    std::vector<Op*> readers(t->readers.begin(), t->readers.end());
-    for (Op* rd : readers) {
-      if (!isBackwardOp(*rd)) continue;
-      for (Slot& sl : rd->inputs)
-        for (size_t i = 0; i < sl.args.size(); ++i)
-          if (sl.args[i].var == t && readsBuffer(*rd, sl.name)) setInputArg(*rd, sl.name, i, c);
-    }
-  }
 }
 
 }  // namespace spopt
