@@ -69,6 +69,12 @@ Result checkDropout(const OpView& op, bool grad) {
   return std::nullopt;
 }
 Result ruleDropout(const OpView& op) { return checkDropout(op, false); }
+// The kernel's mask is a function of (replay seed, the op's seed, the Mask var's name, rank,
+// element index); with fix_seed the name is left out, so a copy writing a fresh Mask draws the
+// same mask (runtime/kernels/dropout.cpp). In test mode nothing is drawn.
+bool dropoutCopyDrawsSame(const OpView& op) {
+  return op.attrs.getBool("fix_seed").value_or(false) || op.attrs.getBool("is_test").value_or(false);
+}
 Result ruleDropoutGrad(const OpView& op) { return checkDropout(op, true); }
 
 }  // namespace
@@ -88,11 +94,12 @@ void addNormOps(std::vector<OpDef>& d) {
   // PIR passes the probability as a Scalar operand and calls the implementation `mode`. The mask
   // is a function of (seed, rank, element): a recompute draws the same one.
   std::vector<AttrDef> drop_attrs = {{"dropout_prob", AttrKind::Float, {}, 2}, {"is_test", AttrKind::Bool},
-                                     {"seed", AttrKind::Int}, {"dropout_implementation", AttrKind::String, "mode"}};
+                                     {"seed", AttrKind::Int}, {"dropout_implementation", AttrKind::String, "mode"},
+                                     {"fix_seed", AttrKind::Bool}};
   d.push_back({.name = "dropout", .spellings = {legacyName("dropout"), pirName("pd_op.dropout")},
                .inputs = {{"X", {}, 0, true}, {"Seed", {}, 1}}, .outputs = {{"Out", {}, 0, true}, {"Mask", {}, 1}},
                .attrs = drop_attrs, .traits = trait::Random | trait::Recomputable | trait::Elementwise, .rule = ruleDropout,
-               .cost = {2, "Out"}, .grad = "dropout_grad"});
+               .cost = {2, "Out"}, .grad = "dropout_grad", .copy_draws_same = dropoutCopyDrawsSame});
   d.push_back({.name = "dropout_grad", .spellings = {legacyName("dropout_grad"), pirName("pd_op.dropout_grad")},
                .inputs = {{"Mask", {}, 0}, {"Out@GRAD", {}, 1, true}}, .outputs = {{"X@GRAD", {}, 0, true}},
                .attrs = drop_attrs, .traits = trait::Grad, .rule = ruleDropoutGrad, .cost = {2, "X@GRAD"}});

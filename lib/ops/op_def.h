@@ -102,6 +102,9 @@ struct OpRuleError {
 using OpRuleFn = std::optional<OpRuleError> (*)(const OpView&);
 using FlopsFn = double (*)(const OpView&);
 using BytesFn = std::optional<int64_t> (*)(const OpView&);
+// A Random op: whether a copy of this op (fresh output names, same attrs and inputs, run later on
+// the same rank) draws the same numbers, so that it can be recomputed bitwise.
+using SameDrawFn = bool (*)(const OpView&);
 
 // Cost: `flops` when set, else `per_element` FLOPs for each element of `slot` (an output, or an
 // input when `of_input`); per_element < 0: one FLOP per output element (an op nobody costed).
@@ -134,6 +137,7 @@ struct OpDef {
   std::string_view grad = {};        // canonical name of its grad op
   std::optional<CollectiveKind> collective = std::nullopt;
   std::optional<P2PKind> p2p = std::nullopt;  // a send or a receive (ops/collective_ops.cpp)
+  SameDrawFn copy_draws_same = nullptr;  // Random ops only; null: a copy draws other numbers
   uint32_t index = 0;                // dense, set by the catalogue: tables of per-op data (kernels)
 
   bool has(uint32_t t) const { return (traits & t) == t; }

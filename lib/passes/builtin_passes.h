@@ -11,7 +11,8 @@
   X(regatherActivationsPass) \
   X(splitMatmulGradPass) \
   X(overlapCollectivesPass) \
-  X(decomposeCollectiveMatmulPass)
+  X(decomposeCollectiveMatmulPass) \
+  X(recomputeActivationsPass)
 
 namespace spopt {
 
