@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "io/loader.h"
+#include "io/text_reader.h"
 #include "io/pir/pir_names.h"
 #include "io/writer.h"
 #include "ops/translate.h"
@@ -39,6 +40,8 @@ int runExport(const Options& o) {
       pir::dropPirVarKeys(*loaded);  // value numbers and PIR types mean nothing in a legacy file
     }
     job_text = jobToString(*loaded);
+  } else if (looksLikeTextJob(job_text)) {
+    job_text = jobToString(*loaded);  // the writers below read the job's JSON form
   }
   keepUntilExit(std::move(loaded));
   paddle::Json job = paddle::Json::parse(job_text);
