@@ -4,15 +4,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <new>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/buffer_pool.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/kernels/blas.h"
 #include "support/error.h"
@@ -25,16 +24,33 @@ double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Every timed loop repeats its unit of work for at least this long: a rate timed over a
+// millisecond says whether the thread happened to be descheduled then, while a one-second replay
+// sees the share of the cores it gets on average, as a 20 ms round does.
+constexpr double kRoundSeconds = 0.02;
+
 // Runs `work` on `ranks` threads at once, as replay's local backend runs ranks; each returns the
-// seconds of its timed part (set-up excluded), and the slowest counts.
+// rate of its timed part (set-up excluded), and the slowest counts.
 template <typename Work>
 double concurrently(int ranks, Work work) {
-  std::vector<double> took(size_t(ranks), 0);
+  std::vector<double> rate(size_t(ranks), 0);
   std::vector<std::thread> threads;
-  for (int r = 1; r < ranks; ++r) threads.emplace_back([&, r] { took[size_t(r)] = work(); });
-  took[0] = work();
+  for (int r = 1; r < ranks; ++r) threads.emplace_back([&, r] { rate[size_t(r)] = work(); });
+  rate[0] = work();
   for (auto& t : threads) t.join();
-  return *std::max_element(took.begin(), took.end());
+  return *std::min_element(rate.begin(), rate.end());
+}
+
+// Units of `unit` per second, repeating it for kRoundSeconds (at least twice).
+template <typename Unit>
+double timedRate(double units_per_call, Unit unit) {
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t calls = 0;
+  do {
+    unit();
+    ++calls;
+  } while (calls < 2 || seconds(t0) < kRoundSeconds);
+  return units_per_call * double(calls) / seconds(t0);
 }
 
 // The middle of three rounds: the machine may be shared, and a single quiet (or busy) moment
@@ -44,47 +60,44 @@ double median3(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The GEMM rate one rank gets while `ranks` ranks multiply at once; each round is long enough
-// (about 1e8 FLOPs per rank) to see the sustained rate rather than a burst.
+// The GEMM rate one rank gets while `ranks` ranks multiply at once.
 template <typename T, typename Gemm>
 double gemmRate(Gemm gemm, int n, int ranks) {
-  int reps = std::max(2, int(1e8 / (2.0 * n * n * double(n))));
   std::vector<double> rounds;
   for (int round = 0; round < 3; ++round)
     rounds.push_back(concurrently(ranks, [&] {
       std::vector<T> a(size_t(n) * n, T(0.5)), b(size_t(n) * n, T(0.25)), c(size_t(n) * n);
-      auto t0 = std::chrono::steady_clock::now();
-      for (int rep = 0; rep < reps; ++rep)
+      return timedRate(2.0 * n * double(n) * n, [&] {
         gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n);
-      return seconds(t0);
+      });
     }));
-  return 2.0 * n * double(n) * n * reps / median3(rounds);
+  return median3(rounds);
 }
 
-// Bytes read + written per second by an element-wise op as replay runs it: the output is a fresh,
-// zero-filled allocation (runtime/tensor.cpp), then the loop reads the input and writes the output.
-// Tensors of the size generated jobs replay (a MiB), so the allocator reuses memory as in replay.
+// Bytes read + written per second by an element-wise op as replay runs it: the output is a
+// zero-filled buffer from replay's pool (runtime/buffer_pool.h), then the loop reads the input and
+// writes the output. Tensors of the size generated jobs replay (a MiB). One untimed call first: a
+// step reuses pooled buffers, while the first touch of fresh pages cost 7-19 ms per MiB on the
+// loaded development machine (page faults), 50-100x the copy.
 double elementwiseBandwidth(int ranks) {
   const size_t n = size_t(256) << 10;  // 1 MiB of floats per buffer and rank
   std::vector<double> rounds;
   for (int round = 0; round < 3; ++round) {
     rounds.push_back(concurrently(ranks, [&] {
       std::vector<float> src(n, 1.0f);
-      auto t0 = std::chrono::steady_clock::now();
-      for (int rep = 0; rep < 8; ++rep) {
-        auto* d = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-        if (!d) throw std::bad_alloc();
-        std::memset(d, 0, n * sizeof(float));
+      auto copy = [&] {
+        std::shared_ptr<std::byte> out = allocateBuffer(n * sizeof(float), true);
+        auto* d = reinterpret_cast<float*>(out.get());
         const float* s = src.data();
         for (size_t i = 0; i < n; ++i) d[i] = s[i] * 1.0001f;
         volatile float keep = d[n - 1];  // keeps the loop from being dropped
         (void)keep;
-        std::free(d);
-      }
-      return seconds(t0) / 8;
+      };
+      copy();
+      return timedRate(2.0 * double(n) * sizeof(float), copy);
     }));
   }
-  return 2.0 * double(n) * sizeof(float) / median3(rounds);
+  return median3(rounds);
 }
 
 }  // namespace
