@@ -12,7 +12,9 @@
 #               alternate, so both see the same machine; the best run is the least disturbed one)
 #   predicted = analyze --preset host --link LINK, the simulated step
 # and prints, per row, the gain (fuse - chain) / fuse of each and their ratio (1 = the model's
-# gain was measured; the target is 0.7-1.3), with the model's comm share of the fuse job's step.
+# gain was measured; the target is 0.7-1.3), with the model's comm share of the fuse job's step;
+# and `sp-opt check` of fuse against chain per job (bitwise on this backend). Replaces
+# bench-overlap-replay.sh, which replayed one job under the h100-nvlink schedule.
 #
 # A row's schedule and prediction use one calibration (SPOPT_HOST_CALIBRATION, lib/runtime/
 # calibrate.h), made just before its replays: the best of CAL_RUNS `analyze --calibrate
@@ -86,6 +88,8 @@ for size in $SIZES; do
     echo "$size|$gen|$link|$pf|$cf|$pc|${mf[*]}|${mc[*]}|${mo[*]:-}|$(cut -d' ' -f1 /proc/loadavg)" >> "$rows"
     echo "$size $link calibration: $(cat "$WORK/cal.json")"
   done
+  # The rewrite must not change a bit of the results (the local backend is deterministic).
+  echo "$size check fuse vs chain: $("$SP_OPT" check "$WORK/fuse.json" "$WORK/chain.json" 2>&1 | tail -1)"
 done
 
 python3 - "$rows" "$RUNS" <<'PY'
