@@ -100,6 +100,23 @@ double elementwiseBandwidth(int ranks) {
   return median3(rounds);
 }
 
+// How late a thread resumes after a 1 ms timed wait while `ranks` threads wait at once: the
+// median of 15 per thread, the slowest thread's. A collective's result wakes a waiting thread and
+// the link's sleep ends with one; on a busy machine that resume waited milliseconds for a core.
+double wakeLatency(int ranks) {
+  const auto nap = std::chrono::milliseconds(1);
+  return 1 / concurrently(ranks, [&] {
+           std::vector<double> late;
+           for (int i = 0; i < 15; ++i) {
+             auto t0 = std::chrono::steady_clock::now();
+             std::this_thread::sleep_until(t0 + nap);
+             late.push_back(std::max(seconds(t0) - 1e-3, 1e-7));
+           }
+           std::sort(late.begin(), late.end());
+           return 1 / late[late.size() / 2];  // as a rate: the slowest thread counts
+         });
+}
+
 }  // namespace
 
 HostMeasurement measureHost(int ranks) {
@@ -117,6 +134,7 @@ HostMeasurement measureHost(int ranks) {
   // Replay's executor looks up the kernel, allocates outputs and checks shapes for every op:
   // a few microseconds that no bandwidth term covers (docs/analyze.md).
   m.op_overhead_s = 3e-6;
+  m.wake_s = wakeLatency(m.ranks);
   m.cores = int(std::max(1u, std::thread::hardware_concurrency()));
   return m;
 }
@@ -126,8 +144,9 @@ std::string hostMeasurementJson(const HostMeasurement& h) {
   for (const auto& point : h.sgemm_curve)
     curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(point.first)) + "\": " + std::to_string(int64_t(point.second / 1e6));
   char rest[256];
-  std::snprintf(rest, sizeof rest, "\"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d, \"ranks\": %d}",
-                h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores, h.ranks);
+  std::snprintf(rest, sizeof rest,
+                "\"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"wake_s\": %.3g, \"cores\": %d, \"ranks\": %d}",
+                h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.wake_s, h.cores, h.ranks);
   return "{\"sgemm_mflops_by_n\": {" + curve + "}, " + rest;
 }
 
@@ -149,6 +168,7 @@ HostMeasurement hostFigures(int ranks) {
     m.dgemm_flops = j.at("dgemm_flops").get<double>();
     m.copy_bw = j.at("copy_bw").get<double>();
     m.op_overhead_s = j.at("op_overhead_s").get<double>();
+    m.wake_s = j.value("wake_s", 0.0);  // files from before it was measured
     m.cores = j.at("cores").get<int>();
     m.ranks = j.at("ranks").get<int>();
   } catch (const InputError&) {
