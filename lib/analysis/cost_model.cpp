@@ -67,6 +67,7 @@ HardwareModel hostModel(const HostMeasurement& h) {
   m.latency_s = 20 * kMicro;  // a condition-variable rendezvous of the rank threads
   m.step_latency_s = 0;
   m.op_overhead_s = h.op_overhead_s;
+  m.wake_s = h.wake_s;
   m.gemm_curve = h.sgemm_curve;
   m.widen_16bit = true;
   m.reshape_copies = true;
@@ -203,7 +204,7 @@ double ringSeconds(const Op& op, const Collective& c, const HardwareModel& m) {
   if (!job || !communicates(c)) return 0;
   auto w = collectiveWireBytes(op, c, *job);
   if (!w || w->group_size < 2) return 0;
-  return m.latency_s + double(w->steps) * m.step_latency_s + double(w->wire) / m.bus_bw;
+  return m.latency_s + m.wake_s + double(w->steps) * m.step_latency_s + double(w->wire) / m.bus_bw;
 }
 }  // namespace
 

@@ -24,6 +24,9 @@ struct HardwareModel {
   double latency_s = 0;       // alpha: fixed cost of one collective
   double step_latency_s = 0;  // added per ring step (n-1 steps; 2(n-1) for all-reduce)
   double op_overhead_s = 0;   // fixed cost of every compute op (launch, dispatch)
+  // Added to every collective, link or not: the waiting thread resuming once the wait ends (host:
+  // on a shared CPU a sleeping rank or stream thread waits for a core, milliseconds under load).
+  double wake_s = 0;
   // float16/bfloat16 stored and computed as float32 (what replay does).
   bool widen_16bit = false;
   // reshape2 copies its input (replay) instead of being a view (a GPU framework).
@@ -49,6 +52,7 @@ struct HostMeasurement {
   double dgemm_flops = 0;    // float64
   double copy_bw = 0;        // bytes/s read + written by a large copy loop
   double op_overhead_s = 0;  // fixed cost per replayed op
+  double wake_s = 0;         // how late a thread resumes after a timed wait (median overshoot)
   int cores = 1;
   int ranks = 1;             // rates measured with this many ranks working at once (per rank)
 };
@@ -86,7 +90,7 @@ std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, 
 // an op they have not built yet (a chunk of a GEMM) call it with that op's figures.
 double computeSeconds(const HardwareModel& m, DType t, double flops, double bytes, double gemm_size);
 
-// Seconds of the op on `m`: a collective alpha + steps x step latency + wire / bus_bw; a compute op
+// Seconds of the op on `m`: a collective alpha + wake + steps x step latency + wire / bus_bw; a compute op
 // overhead + max(FLOPs / peak, bytes / mem_bw).
 double opCostSeconds(const Op& op, const HardwareModel& m);
 // A send or receive (analysis/p2p.h): alpha + bytes / link bandwidth (bus_bw); 0 for no data.

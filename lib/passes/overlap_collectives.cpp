@@ -219,15 +219,17 @@ PassInfo overlapCollectivesPass() {
   PassInfo info;
   info.name = "overlap-collectives";
   info.description = "Hide backward collectives behind compute: comm stream per ring, split matmul grads, cost-driven list schedule";
-  info.options = machineOptions(&O::preset, &O::link);
-  info.options.insert(info.options.end(), {
+  std::vector<OptionSpec> machine = machineOptions(&O::preset, &O::link);
+  info.options = {
       bindOption(&O::max_in_flight, "max-in-flight", "collectives of one ring issued and not finished, at most"),
       bindOption(&O::memory_cap, "memory-cap", "peak memory of a rank may rise at most this fraction; else ops move less far"),
       bindOption(&O::phases, "phases", "reorder the backward ops; the backward and optimizer ops (updates fill comm time); or every op",
                  false, {"backward", "backward+optimize", "all"}),
+      machine[0],
+      machine[1],
       bindOption(&O::window, "window", "an op moves past at most this many earlier unscheduled ops (-1: no bound; 0: keep the order)"),
       bindOption(&O::split_grads, "split-grads", "split matmul_v2_grad into dX and dW GEMMs where a run has collectives"),
-  });
+  };
   using S = OverlapCollectives::Stats;
   info.statistics = peakBytesStatistics(&S::peak_before, &S::peak_after);
   auto ns = [&](Statistic S::*m, const char* name, const char* help) {

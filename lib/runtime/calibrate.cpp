@@ -4,15 +4,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <new>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/buffer_pool.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/kernels/blas.h"
 #include "support/error.h"
@@ -25,16 +24,33 @@ double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Every timed loop repeats its unit of work for at least this long: a rate timed over a
+// millisecond says whether the thread happened to be descheduled then, while a one-second replay
+// sees the share of the cores it gets on average, as a 20 ms round does.
+constexpr double kRoundSeconds = 0.02;
+
 // Runs `work` on `ranks` threads at once, as replay's local backend runs ranks; each returns the
-// seconds of its timed part (set-up excluded), and the slowest counts.
+// rate of its timed part (set-up excluded), and the slowest counts.
 template <typename Work>
 double concurrently(int ranks, Work work) {
-  std::vector<double> took(size_t(ranks), 0);
+  std::vector<double> rate(size_t(ranks), 0);
   std::vector<std::thread> threads;
-  for (int r = 1; r < ranks; ++r) threads.emplace_back([&, r] { took[size_t(r)] = work(); });
-  took[0] = work();
+  for (int r = 1; r < ranks; ++r) threads.emplace_back([&, r] { rate[size_t(r)] = work(); });
+  rate[0] = work();
   for (auto& t : threads) t.join();
-  return *std::max_element(took.begin(), took.end());
+  return *std::min_element(rate.begin(), rate.end());
+}
+
+// Units of `unit` per second, repeating it for kRoundSeconds (at least twice).
+template <typename Unit>
+double timedRate(double units_per_call, Unit unit) {
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t calls = 0;
+  do {
+    unit();
+    ++calls;
+  } while (calls < 2 || seconds(t0) < kRoundSeconds);
+  return units_per_call * double(calls) / seconds(t0);
 }
 
 // The middle of three rounds: the machine may be shared, and a single quiet (or busy) moment
@@ -44,47 +60,61 @@ double median3(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The GEMM rate one rank gets while `ranks` ranks multiply at once; each round is long enough
-// (about 1e8 FLOPs per rank) to see the sustained rate rather than a burst.
+// The GEMM rate one rank gets while `ranks` ranks multiply at once.
 template <typename T, typename Gemm>
 double gemmRate(Gemm gemm, int n, int ranks) {
-  int reps = std::max(2, int(1e8 / (2.0 * n * n * double(n))));
   std::vector<double> rounds;
   for (int round = 0; round < 3; ++round)
     rounds.push_back(concurrently(ranks, [&] {
       std::vector<T> a(size_t(n) * n, T(0.5)), b(size_t(n) * n, T(0.25)), c(size_t(n) * n);
-      auto t0 = std::chrono::steady_clock::now();
-      for (int rep = 0; rep < reps; ++rep)
+      return timedRate(2.0 * n * double(n) * n, [&] {
         gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n);
-      return seconds(t0);
+      });
     }));
-  return 2.0 * n * double(n) * n * reps / median3(rounds);
+  return median3(rounds);
 }
 
-// Bytes read + written per second by an element-wise op as replay runs it: the output is a fresh,
-// zero-filled allocation (runtime/tensor.cpp), then the loop reads the input and writes the output.
-// Tensors of the size generated jobs replay (a MiB), so the allocator reuses memory as in replay.
+// Bytes read + written per second by an element-wise op as replay runs it: the output is a
+// zero-filled buffer from replay's pool (runtime/buffer_pool.h), then the loop reads the input and
+// writes the output. Tensors of the size generated jobs replay (a MiB). One untimed call first: a
+// step reuses pooled buffers, while the first touch of fresh pages cost 7-19 ms per MiB on the
+// loaded development machine (page faults), 50-100x the copy.
 double elementwiseBandwidth(int ranks) {
   const size_t n = size_t(256) << 10;  // 1 MiB of floats per buffer and rank
   std::vector<double> rounds;
   for (int round = 0; round < 3; ++round) {
     rounds.push_back(concurrently(ranks, [&] {
       std::vector<float> src(n, 1.0f);
-      auto t0 = std::chrono::steady_clock::now();
-      for (int rep = 0; rep < 8; ++rep) {
-        auto* d = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
-        if (!d) throw std::bad_alloc();
-        std::memset(d, 0, n * sizeof(float));
+      auto copy = [&] {
+        std::shared_ptr<std::byte> out = allocateBuffer(n * sizeof(float), true);
+        auto* d = reinterpret_cast<float*>(out.get());
         const float* s = src.data();
         for (size_t i = 0; i < n; ++i) d[i] = s[i] * 1.0001f;
         volatile float keep = d[n - 1];  // keeps the loop from being dropped
         (void)keep;
-        std::free(d);
-      }
-      return seconds(t0) / 8;
+      };
+      copy();
+      return timedRate(2.0 * double(n) * sizeof(float), copy);
     }));
   }
-  return 2.0 * double(n) * sizeof(float) / median3(rounds);
+  return median3(rounds);
+}
+
+// How late a thread resumes after a 1 ms timed wait while `ranks` threads wait at once: the
+// median of 15 per thread, the slowest thread's. A collective's result wakes a waiting thread and
+// the link's sleep ends with one; on a busy machine that resume waited milliseconds for a core.
+double wakeLatency(int ranks) {
+  const auto nap = std::chrono::milliseconds(1);
+  return 1 / concurrently(ranks, [&] {
+           std::vector<double> late;
+           for (int i = 0; i < 15; ++i) {
+             auto t0 = std::chrono::steady_clock::now();
+             std::this_thread::sleep_until(t0 + nap);
+             late.push_back(std::max(seconds(t0) - 1e-3, 1e-7));
+           }
+           std::sort(late.begin(), late.end());
+           return 1 / late[late.size() / 2];  // as a rate: the slowest thread counts
+         });
 }
 
 }  // namespace
@@ -104,6 +134,7 @@ HostMeasurement measureHost(int ranks) {
   // Replay's executor looks up the kernel, allocates outputs and checks shapes for every op:
   // a few microseconds that no bandwidth term covers (docs/analyze.md).
   m.op_overhead_s = 3e-6;
+  m.wake_s = wakeLatency(m.ranks);
   m.cores = int(std::max(1u, std::thread::hardware_concurrency()));
   return m;
 }
@@ -113,8 +144,9 @@ std::string hostMeasurementJson(const HostMeasurement& h) {
   for (const auto& point : h.sgemm_curve)
     curve += (curve.empty() ? "\"" : ", \"") + std::to_string(int(point.first)) + "\": " + std::to_string(int64_t(point.second / 1e6));
   char rest[256];
-  std::snprintf(rest, sizeof rest, "\"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"cores\": %d, \"ranks\": %d}",
-                h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.cores, h.ranks);
+  std::snprintf(rest, sizeof rest,
+                "\"dgemm_flops\": %.4g, \"copy_bw\": %.4g, \"op_overhead_s\": %.3g, \"wake_s\": %.3g, \"cores\": %d, \"ranks\": %d}",
+                h.dgemm_flops, h.copy_bw, h.op_overhead_s, h.wake_s, h.cores, h.ranks);
   return "{\"sgemm_mflops_by_n\": {" + curve + "}, " + rest;
 }
 
@@ -136,6 +168,7 @@ HostMeasurement hostFigures(int ranks) {
     m.dgemm_flops = j.at("dgemm_flops").get<double>();
     m.copy_bw = j.at("copy_bw").get<double>();
     m.op_overhead_s = j.at("op_overhead_s").get<double>();
+    m.wake_s = j.value("wake_s", 0.0);  // files from before it was measured
     m.cores = j.at("cores").get<int>();
     m.ranks = j.at("ranks").get<int>();
   } catch (const InputError&) {
