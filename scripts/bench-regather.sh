@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of the regather-activations pass on generated jobs of ~100k and ~1M ops (sequence-
-# parallel MLP, tp 4, made as scripts/bench-rewrite.sh makes them). For each job and each mode
+# parallel MLP, tp 4: gen mlp --batch 2 --seq 64 --hidden 64). For each job and each mode
 # (always, auto) it runs `rewrite --dry-run --passes regather-activations{mode=M} --report` and
 # takes the pass's own time from the report (load and verification excluded). Prints a markdown
 # table: ops, re-gathers, pass ms, ns per op. A linear pass shows a flat ns/op.

@@ -1,95 +1,112 @@
 #!/usr/bin/env bash
-# Benchmark of `sp-opt rewrite`: jobs from ~10k to ~1M ops in total (sequence-parallel MLP, tp 4),
-# each rewritten with the full default pipeline and with the empty pipeline (`--passes=`: load,
-# verify, write only). Prints a markdown table: ops, file MB, seconds for both, their ratio,
-# ops/s of the full rewrite, peak RSS, and from --report the passes' own time and the time of the
-# verifier run after each pass (the empty pipeline runs no pass, so no verifier after one either:
-# the ratio includes one extra verification). Linear passes show a constant ops/s.
+# Benchmark of `sp-opt rewrite`: the default chain (fuse-allreduce-split, regather-activations,
+# overlap-collectives, the verifier after each) against the empty pipeline (`--passes=`: load,
+# verify, write only) on generated GPT jobs (tp 4, sequence parallel: every pass of the chain has
+# work) of about 100k, 300k and 1M ops. Per size it prints each pass's µs per op and the
+# verifier's after it (mean of the passes, µs per op), both from `--report` (wall time), the
+# process's user+sys CPU seconds of both pipelines and their ratio (the steadier figure on a
+# shared machine), the wall ratio and the peak RSS of the full chain.
 #
-# Usage: scripts/bench-rewrite.sh [SP_OPT] [TARGET_OPS...]
-#   SP_OPT defaults to build/sp-opt; TARGET_OPS to "10000 30000 100000 300000 1000000".
-#   SPOPT_BENCH_GEN=path uses another binary for `sp-opt gen` (e.g. while gen lives on a branch).
-#   SPOPT_BENCH_REPEAT=N runs each rewrite N times and keeps the fastest (default 3).
+# With --before OLD, every cell reads "old -> new": both binaries on the same files, their runs
+# interleaved so that the machine's load weighs on both alike; best of SPOPT_BENCH_REPEAT runs
+# (default 3) for each figure.
+#
+# Usage: scripts/bench-rewrite.sh [--before OLD_SP_OPT] [SP_OPT] [TARGET_OPS...]
+#   SP_OPT defaults to build/sp-opt; TARGET_OPS to "100000 300000 1000000".
+#   SPOPT_BENCH_GEN=path uses another binary for `sp-opt gen`.
 #   Not part of ctest. Needs /usr/bin/time (GNU time) and python3.
 set -euo pipefail
 
+BEFORE=
+if [[ ${1:-} == --before ]]; then
+  BEFORE=$2
+  shift 2
+fi
 SP_OPT=${1:-build/sp-opt}
 shift || true
-TARGETS=${*:-10000 30000 100000 300000 1000000}
+TARGETS=${*:-100000 300000 1000000}
 GEN=${SPOPT_BENCH_GEN:-$SP_OPT}
 REPEAT=${SPOPT_BENCH_REPEAT:-3}
 WORK=$(mktemp -d /tmp/bench-rewrite.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
-if ! "$GEN" gen --help >/dev/null 2>&1; then
-  echo "bench-rewrite: '$GEN' has no 'gen' subcommand; set SPOPT_BENCH_GEN to a binary that has" >&2
-  exit 77
-fi
+exec python3 - "$WORK" "$GEN" "$REPEAT" "$SP_OPT" "$BEFORE" $TARGETS <<'PY'
+import json, os, re, subprocess, sys
 
-gen() {  # gen LAYERS FILE
-  "$GEN" gen mlp --tp 4 --layers "$1" --batch 2 --seq 64 --hidden 64 --sequence-parallel -o "$2"
-}
-count_ops() {  # ops in a job, from `validate`: "FILE: valid (R ranks, N ops)"
-  "$SP_OPT" validate "$1" | sed -E 's/.*, ([0-9]+) ops\)$/\1/'
-}
+work, gen, repeat, after, before = sys.argv[1:6]
+targets = [int(t) for t in sys.argv[6:]]
+repeat = int(repeat)
+binaries = [("before", before), ("after", after)] if before else [("after", after)]
+SHAPE = ["--tp", "4", "--hidden", "64", "--heads", "4", "--seq", "16", "--batch", "2", "--sequence-parallel"]
 
-# ops = base + per_layer * layers: measured from two small jobs.
-gen 1 "$WORK/l1.json" >/dev/null
-gen 2 "$WORK/l2.json" >/dev/null
-ops1=$(count_ops "$WORK/l1.json")
-ops2=$(count_ops "$WORK/l2.json")
-per_layer=$((ops2 - ops1))
-base=$((ops1 - per_layer))
+def generate(layers, path):
+    out = subprocess.run([gen, "gen", "gpt", "--layers", str(layers), *SHAPE, "-o", path], check=True, capture_output=True, text=True).stdout
+    return int(re.search(r"(\d+) ops", out).group(1))
 
-# run LABEL FILE ARGS...: fastest of $REPEAT runs; sets SECS and RSS_KB (peak over the runs).
-run() {
-  local file=$1
-  shift
-  SECS=""
-  RSS_KB=0
-  for _ in $(seq "$REPEAT"); do
-    /usr/bin/time -v -o "$WORK/time.txt" "$SP_OPT" rewrite "$file" "$WORK/out.json" "$@" >/dev/null 2>"$WORK/err.txt" || {
-      echo "bench-rewrite: rewrite failed:" >&2
-      cat "$WORK/err.txt" >&2
-      exit 1
-    }
-    local wall rss
-    wall=$(python3 - "$WORK/time.txt" <<'PY'
-import re, sys
-t = open(sys.argv[1]).read()
-m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", t).group(1).split(":")
-print(sum(float(x) * 60 ** i for i, x in enumerate(reversed(m))))
+def timed(binary, args):
+    """Runs `binary rewrite args`; returns (wall s, user+sys s, peak RSS KiB)."""
+    tfile = os.path.join(work, "time.txt")
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tfile, binary, "rewrite", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"bench-rewrite: {binary} rewrite {' '.join(args)} failed:\n{r.stderr}")
+    wall, user, sys_s, rss = open(tfile).read().split()[-4:]
+    return float(wall), float(user) + float(sys_s), int(rss)
+
+def measure(binary, job, best):
+    """One run of the full chain and one of the empty pipeline; keeps the best of each figure in `best`."""
+    def keep(key, v):
+        best[key] = min(best.get(key, v), v)
+    report = os.path.join(work, "report.json")
+    out = os.path.join(work, "out.json")
+    wall, cpu, rss = timed(binary, [job, out, "--report", report])
+    keep("full_wall", wall); keep("full_cpu", cpu); keep("full_rss", rss)
+    passes = json.load(open(report))["passes"]
+    for p in passes:
+        keep("pass:" + p["name"], p["time_ms"])
+    keep("verify", sum(p["verify_ms"] for p in passes) / max(1, len(passes)))
+    best.setdefault("names", [p["name"] for p in passes])
+    wall, cpu, rss = timed(binary, [job, out, "--passes="])
+    keep("empty_wall", wall); keep("empty_cpu", cpu)
+
+# ops = base + per_layer * layers, from two small jobs.
+o1 = generate(1, os.path.join(work, "l1.json"))
+o2 = generate(2, os.path.join(work, "l2.json"))
+per_layer, base = o2 - o1, o1 - (o2 - o1)
+
+load = open("/proc/loadavg").read().split()[:3]
+print(f"sp-opt rewrite: gen gpt {' '.join(SHAPE)} ({per_layer} ops per layer); best of {repeat}; {os.cpu_count()} CPUs; load at start {' '.join(load)}")
+if before:
+    print(f"before: {before}\nafter:  {after}")
+print()
+header_done = False
+for target in targets:
+    layers = max(1, round((target - base) / per_layer))
+    job = os.path.join(work, "job.json")
+    ops = generate(layers, job)
+    mb = os.path.getsize(job) / 1e6
+    res = {}
+    # Interleaved: each round runs every binary once, alternating which goes first.
+    for rnd in range(repeat):
+        order = binaries if rnd % 2 == 0 else binaries[::-1]
+        for label, binary in order:
+            measure(binary, job, res.setdefault(label, {}))
+    names = res["after"]["names"]
+    def cell(fmt, f):
+        vals = [fmt.format(f(res[label])) for label, _ in binaries]
+        return " -> ".join(vals)
+    us = lambda ms: ms * 1000.0 / ops
+    cells = [str(ops), f"{mb:.0f}"]
+    cells += [cell("{:.2f}", lambda r, n=n: us(r.get("pass:" + n, float("nan")))) for n in names]
+    cells += [cell("{:.2f}", lambda r: us(r["verify"])),
+              cell("{:.2f}", lambda r: r["full_cpu"]), cell("{:.2f}", lambda r: r["empty_cpu"]),
+              cell("{:.2f}", lambda r: r["full_cpu"] / r["empty_cpu"]), cell("{:.2f}", lambda r: r["full_wall"] / r["empty_wall"]),
+              cell("{:.0f}", lambda r: r["full_rss"] / 1024)]
+    if not header_done:
+        cols = ["ops", "file MB"] + [f"{n} µs/op" for n in names] + ["verify after a pass µs/op", "full CPU s", "empty CPU s",
+                                                                     "full/empty CPU", "full/empty wall", "full RSS MiB"]
+        header_done = True
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---:|" * len(cols))
+    print("| " + " | ".join(cells) + " |", flush=True)
+print(f"\nload at end {' '.join(open('/proc/loadavg').read().split()[:3])}")
 PY
-)
-    rss=$(sed -nE 's/.*Maximum resident set size \(kbytes\): ([0-9]+)/\1/p' "$WORK/time.txt")
-    if [ -z "$SECS" ] || python3 -c "import sys; sys.exit(0 if $wall < $SECS else 1)"; then SECS=$wall; fi
-    if [ "$rss" -gt "$RSS_KB" ]; then RSS_KB=$rss; fi
-  done
-}
-
-echo "sp-opt rewrite: sequence-parallel MLP, tp 4, batch 2, seq 64, hidden 64 ($per_layer ops per layer, best of $REPEAT)"
-echo
-echo "| ops | file MB | rewrite s (full pipeline) | --passes= s | ratio | ops/s | peak RSS MB | passes ms | verify-after ms |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-for target in $TARGETS; do
-  layers=$(( (target - base + per_layer / 2) / per_layer ))
-  [ "$layers" -ge 1 ] || layers=1
-  file="$WORK/job.json"
-  gen "$layers" "$file" >/dev/null
-  ops=$(count_ops "$file")
-  mb=$(python3 -c "import os; print(f'{os.path.getsize(\"$file\") / 1e6:.1f}')")
-  run "$file" --report "$WORK/report.json"
-  full=$SECS
-  full_rss=$RSS_KB
-  pass_ms=$(python3 -c "import json; r = json.load(open('$WORK/report.json')); print(f\"{sum(p['time_ms'] for p in r['passes']):.1f} | {sum(p['verify_ms'] for p in r['passes']):.1f}\")")
-  run "$file" --passes=
-  empty=$SECS
-  python3 - "$ops" "$mb" "$full" "$empty" "$full_rss" "$pass_ms" <<'PY'
-import sys
-ops, mb, full, empty, rss_kb, pass_ms = sys.argv[1:]
-ops, full, empty = int(ops), float(full), float(empty)
-ratio = full / empty if empty > 0 else float("nan")
-rate = ops / full if full > 0 else float("nan")
-print(f"| {ops} | {mb} | {full:.2f} | {empty:.2f} | {ratio:.2f} | {rate:,.0f} | {int(rss_kb) / 1024:.0f} | {pass_ms} |")
-PY
-done

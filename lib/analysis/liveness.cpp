@@ -11,9 +11,9 @@ namespace spopt {
 
 std::vector<int64_t> subBlocksOf(const Op& op) {
   std::vector<int64_t> out;
-  if (const auto* raw = op.attrs.find("sub_block"))
+  if (auto raw = op.attrs.raw("sub_block"))
     if (auto v = rawToInt(*raw)) out.push_back(*v);
-  if (const auto* raw = op.attrs.find("blocks"))
+  if (auto raw = op.attrs.raw("blocks"))
     if (auto v = rawToIntArray(*raw)) out.insert(out.end(), v->begin(), v->end());
   return out;
 }
@@ -122,15 +122,21 @@ class LivenessBuilder {
         ext[it->second].kinds |= kind;
       }
     };
+    const bool has_sub_blocks = p_.blocks.size() > 1;  // else no op's sub_block names another block
     for (const Op& op : b.ops) {
+      const OpView view(op);  // resolved once per op, not once per input slot (readsBuffer's rule)
       for (const Slot& s : op.inputs) {
-        uint8_t kind = !o_.no_need_buffer || readsBuffer(op, s.name) ? kRead : kShapeRead;
+        uint8_t kind = !o_.no_need_buffer || view.readsBuffer(s.name) ? kRead : kShapeRead;
         for (const Arg& a : s.args)
           if (a.var) use(a.var, kind);
       }
       for (const Slot& s : op.outputs)
         for (const Arg& a : s.args)
           if (a.var) use(a.var, kWrite);
+      if (!has_sub_blocks) {
+        ++i;
+        continue;
+      }
       for (int64_t idx : subBlocksOf(op)) {
         const Block* sub = p_.block(idx);
         if (!sub || sub == &b) continue;

@@ -1,6 +1,8 @@
 #include "ir/json_object.h"
 
+#include <array>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <iterator>
 #include <stdexcept>
@@ -15,20 +17,12 @@ JsonObject JsonObject::fromCompactText(std::string_view compact_text) {
   return o;
 }
 
-// Splits a compact, already validated object into members: strings are skipped as units and
-// nesting is counted, so a value ends at the first ',' or '}' at depth zero.
-std::vector<Member>& JsonObject::members() const {
-  if (members_) return *members_;
-  // Collected on the stack first, then moved into a vector of the exact size: a dist_attr has
-  // about seven members, and growing the vector one by one cost four allocations per op.
-  Member small[16];
-  size_t count = 0;
-  std::vector<Member> more;  // past 16 members
-  auto add = [&](Member m) {
-    if (count < std::size(small)) small[count++] = m;
-    else more.push_back(m);
-  };
-  std::string_view t = text_;
+namespace {
+// Walks the members of a compact, already validated object in order, calling visit(Member) until
+// it returns false: strings are skipped as units and nesting is counted, so a value ends at the
+// first ',' or '}' at depth zero.
+template <class Visit>
+void forEachMember(std::string_view t, Visit visit) {
   size_t i = 1;  // after '{'
   auto skipString = [&](size_t p) {  // p at the opening quote; returns index after closing quote
     ++p;
@@ -54,15 +48,63 @@ std::vector<Member>& JsonObject::members() const {
       } else if (c == ',' && depth == 0) break;
       ++p;
     }
-    add({key, t.substr(v, p - v)});
+    if (!visit(Member{key, t.substr(v, p - v)})) return;
     i = (p < t.size() && t[p] == ',') ? p + 1 : p;
   }
+}
+}  // namespace
+
+std::vector<Member>& JsonObject::members() const {
+  if (members_) return *members_;
+  // Collected on the stack first, then moved into a vector of the exact size: a dist_attr has
+  // about seven members, and growing the vector one by one cost four allocations per op.
+  Member small[16];
+  size_t count = 0;
+  std::vector<Member> more;  // past 16 members
+  forEachMember(text_, [&](Member m) {
+    if (count < std::size(small)) small[count++] = m;
+    else more.push_back(m);
+    return true;
+  });
   auto list = std::make_unique<std::vector<Member>>();
   list->reserve(count + more.size());
   list->insert(list->end(), small, small + count);
   list->insert(list->end(), more.begin(), more.end());
   members_ = std::move(list);
   return *members_;
+}
+
+namespace {
+// The members of recently read unsplit texts, per thread. A job's loaded objects share one interned
+// text per distinct content (most ops of a job have the same dist_attr), so reading a key op after
+// op finds its text split here already. An entry answers only for the same address holding the
+// same bytes, so an address freed and reused for other text misses.
+struct SplitText {
+  const char* data = nullptr;
+  std::string bytes;
+  std::vector<Member> members;  // views into the text at `data`
+};
+const std::vector<Member>& splitOf(std::string_view text) {
+  thread_local std::array<SplitText, 32> cache;
+  SplitText& e = cache[(reinterpret_cast<uintptr_t>(text.data()) >> 4) % cache.size()];
+  if (e.data != text.data() || e.bytes != text) {
+    e.data = text.data();
+    e.bytes.assign(text);
+    e.members.clear();
+    forEachMember(text, [&](Member m) {
+      e.members.push_back(m);
+      return true;
+    });
+  }
+  return e.members;
+}
+}  // namespace
+
+std::optional<std::string_view> JsonObject::raw(std::string_view key) const {
+  if (!members_ && text_.empty()) return std::nullopt;
+  for (const auto& m : members_ ? *members_ : splitOf(text_))
+    if (m.key == key) return m.raw;
+  return std::nullopt;
 }
 
 const std::vector<Member>& JsonObject::items() const {
@@ -78,23 +120,23 @@ const std::string_view* JsonObject::find(std::string_view key) const {
 }
 
 std::optional<int64_t> JsonObject::getInt(std::string_view key) const {
-  auto* r = find(key);
+  auto r = raw(key);
   return r ? rawToInt(*r) : std::nullopt;
 }
 std::optional<double> JsonObject::getNumber(std::string_view key) const {
-  auto* r = find(key);
+  auto r = raw(key);
   return r ? rawToNumber(*r) : std::nullopt;
 }
 std::optional<bool> JsonObject::getBool(std::string_view key) const {
-  auto* r = find(key);
+  auto r = raw(key);
   return r ? rawToBool(*r) : std::nullopt;
 }
 std::optional<std::string> JsonObject::getString(std::string_view key) const {
-  auto* r = find(key);
+  auto r = raw(key);
   return r ? rawToString(*r) : std::nullopt;
 }
 std::optional<std::vector<int64_t>> JsonObject::getIntArray(std::string_view key) const {
-  auto* r = find(key);
+  auto r = raw(key);
   return r ? rawToIntArray(*r) : std::nullopt;
 }
 

@@ -33,8 +33,11 @@ class JsonObject {
 
   const std::vector<Member>& items() const;
   bool empty() const { return text_.size() <= 2 && items().empty(); }
-  const std::string_view* find(std::string_view key) const;
-  bool has(std::string_view key) const { return find(key) != nullptr; }
+  const std::string_view* find(std::string_view key) const;  // splits the object: the pointer stays valid
+  // The value's raw text, without splitting an object nobody split yet: reads of loaded objects
+  // allocate nothing and touch only their (interned, shared) text, not a member list per op.
+  std::optional<std::string_view> raw(std::string_view key) const;
+  bool has(std::string_view key) const { return raw(key).has_value(); }
   std::optional<int64_t> getInt(std::string_view key) const;
   std::optional<double> getNumber(std::string_view key) const;
   std::optional<bool> getBool(std::string_view key) const;

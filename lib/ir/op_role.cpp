@@ -65,8 +65,8 @@ void setEventToRecord(Op& op, Job& job, std::string_view event) { distAttr(op).s
 
 std::vector<std::string> eventsToWait(const Op& op) {
   if (!op.hasDistAttr()) return {};
-  const auto* raw = op.dist_attr.find("events_to_wait");
-  if (!raw) return {};
+  auto raw = op.dist_attr.raw("events_to_wait");
+  if (!raw || *raw == "[]") return {};
   return rawToStringArray(*raw).value_or(std::vector<std::string>{});
 }
 void setEventsToWait(Op& op, Job& job, const std::vector<std::string>& events) {

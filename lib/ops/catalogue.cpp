@@ -1,5 +1,6 @@
 // The catalogue: the definitions of every family, indexed by every spelling and canonical name.
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <stdexcept>
 
@@ -101,9 +102,21 @@ const Spelling* OpDef::spelling(Dialect d) const {
 }
 
 ResolvedOp resolveOp(std::string_view type) {
+  // The loaders intern op types (one copy of each per job and thread), and every analysis resolves
+  // every op again: a small per-thread cache by the text's address skips hashing it. A hit is
+  // confirmed against the catalogue's own spelling, so an address reused for other text misses.
+  struct Entry {
+    const char* data = nullptr;
+    ResolvedOp r;
+  };
+  thread_local std::array<Entry, 64> cache;
+  Entry& e = cache[(reinterpret_cast<uintptr_t>(type.data()) >> 4) & 63];
+  if (e.data && e.data == type.data() && e.r.spelling->type == type) return e.r;
   const auto& m = catalogue().by_type;
   auto it = m.find(type);
-  return it == m.end() ? ResolvedOp{} : it->second;
+  if (it == m.end()) return ResolvedOp{};
+  e = {type.data(), it->second};
+  return it->second;
 }
 
 const OpDef* findOpDef(std::string_view name) {

@@ -13,7 +13,7 @@ std::optional<OpRuleError> checkOpDefinition(const OpView& op) {
   };
   // An attribute a kernel could not read (the rule below would skip it).
   for (const AttrDef& a : def->attrs) {
-    const std::string_view* raw = op.attrs.find(a.name);
+    auto raw = op.attrs.raw(a.name);
     if (!raw || attrReadsAs(*raw, a.kind)) continue;
     return mapped({"/attrs/" + std::string(a.name),
                    std::string(op.type) + ": attribute " + std::string(a.name) + " is not " + attrKindName(a.kind) + ": " + std::string(*raw)});

@@ -59,19 +59,30 @@ const OperandDef* OpView::outputOfSlot(std::string_view slot) const {
   return r_.def ? operandOfSlot(r_.def->outputs, slot, dialect_, false) : nullptr;
 }
 
-const std::string_view* OpView::attrRaw(std::string_view canonical) const {
+// Where a canonical attribute lives: the op's own attrs under `key`, or (PIR) the `value` of the
+// constant op that defines operand in<i>. `read(object, key)` reads it: a stable pointer
+// (JsonObject::find) or, without splitting the object, its text (JsonObject::raw).
+template <class Read>
+auto OpView::lookupAttr(std::string_view canonical, Read read) const -> decltype(read(std::declval<const JsonObject&>(), canonical)) {
   const AttrDef* a = r_.def ? r_.def->attr(canonical) : nullptr;
-  if (!a || dialect_ != Dialect::Pir) return op_.attrs.find(canonical);
-  const std::string_view* own = op_.attrs.find(a->pir_name.empty() ? a->name : a->pir_name);
+  if (!a || dialect_ != Dialect::Pir) return read(op_.attrs, canonical);
+  auto own = read(op_.attrs, a->pir_name.empty() ? a->name : a->pir_name);
   if (own || a->pir_operand < 0) return own;
   // A Scalar / IntArray passed as an operand (Paddle writes it either way): the value of the
   // constant op that defines it.
   const Var* v = op_.in("in" + std::to_string(a->pir_operand));
-  if (!v || v->writers.size() != 1) return nullptr;
+  if (!v || v->writers.size() != 1) return {};
   const Op& def = *v->writers.front();
   ResolvedOp r = resolveOp(def.type);
-  if (!r || !r.def->has(trait::Constant)) return nullptr;
-  return def.attrs.find("value");
+  if (!r || !r.def->has(trait::Constant)) return {};
+  return read(def.attrs, "value");
+}
+
+const std::string_view* OpView::attrRaw(std::string_view canonical) const {
+  return lookupAttr(canonical, [](const JsonObject& o, std::string_view key) { return o.find(key); });
+}
+std::optional<std::string_view> OpView::attrText(std::string_view canonical) const {
+  return lookupAttr(canonical, [](const JsonObject& o, std::string_view key) { return o.raw(key); });
 }
 
 std::string OpView::pointer(std::string_view where) const {
@@ -97,32 +108,33 @@ std::string OpView::pointer(std::string_view where) const {
 }
 
 const std::string_view* AttrAccess::find(std::string_view canonical) const { return v_.attrRaw(canonical); }
+std::optional<std::string_view> AttrAccess::raw(std::string_view canonical) const { return v_.attrText(canonical); }
 
 std::optional<int64_t> AttrAccess::getInt(std::string_view canonical) const {
-  const std::string_view* raw = find(canonical);
+  auto raw = this->raw(canonical);
   return raw ? rawToInt(*raw) : std::nullopt;
 }
 std::optional<double> AttrAccess::getNumber(std::string_view canonical) const {
-  const std::string_view* raw = find(canonical);
+  auto raw = this->raw(canonical);
   return raw ? rawToNumber(*raw) : std::nullopt;
 }
 std::optional<bool> AttrAccess::getBool(std::string_view canonical) const {
-  const std::string_view* raw = find(canonical);
+  auto raw = this->raw(canonical);
   return raw ? rawToBool(*raw) : std::nullopt;
 }
 std::optional<std::string> AttrAccess::getString(std::string_view canonical) const {
-  const std::string_view* raw = find(canonical);
+  auto raw = this->raw(canonical);
   return raw ? rawToString(*raw) : std::nullopt;
 }
 std::optional<std::vector<int64_t>> AttrAccess::getIntArray(std::string_view canonical) const {
-  const std::string_view* raw = find(canonical);
+  auto raw = this->raw(canonical);
   return raw ? rawToIntArray(*raw) : std::nullopt;
 }
 
-bool readsBuffer(const Op& op, std::string_view slot) {
-  OpView v(op);
-  const OperandDef* o = v.inputOfSlot(slot);
+bool OpView::readsBuffer(std::string_view slot) const {
+  const OperandDef* o = inputOfSlot(slot);
   return !o || o->reads_buffer;
 }
+bool readsBuffer(const Op& op, std::string_view slot) { return OpView(op).readsBuffer(slot); }
 
 }  // namespace spopt

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -22,7 +23,9 @@ class AttrAccess {
  public:
   explicit AttrAccess(const OpView& v) : v_(v) {}
   const std::string_view* find(std::string_view canonical) const;
-  bool has(std::string_view canonical) const { return find(canonical) != nullptr; }
+  // The raw value without splitting the op's attrs (JsonObject::raw): what the readers below use.
+  std::optional<std::string_view> raw(std::string_view canonical) const;
+  bool has(std::string_view canonical) const { return raw(canonical).has_value(); }
   std::optional<int64_t> getInt(std::string_view canonical) const;
   std::optional<double> getNumber(std::string_view canonical) const;
   std::optional<bool> getBool(std::string_view canonical) const;
@@ -63,12 +66,17 @@ class OpView {
   // The definition of the operand the op holds in slot `slot` (its own name), or null.
   const OperandDef* inputOfSlot(std::string_view slot) const;
   const OperandDef* outputOfSlot(std::string_view slot) const;
+  // False when the kernel uses only the shape and dtype of input `slot` (readsBuffer below).
+  bool readsBuffer(std::string_view slot) const;
   // A JSON pointer suffix in canonical names ("/inputs/X/0", "/attrs/trans_x") in the op's own.
   std::string pointer(std::string_view canonical_where) const;
   // The raw value of a canonical attribute: the op's attr, or PIR's constant operand.
   const std::string_view* attrRaw(std::string_view canonical) const;
+  std::optional<std::string_view> attrText(std::string_view canonical) const;  // the same, unsplit
 
  private:
+  template <class Read>
+  auto lookupAttr(std::string_view canonical, Read read) const -> decltype(read(std::declval<const JsonObject&>(), canonical));
   const Op& op_;
   ResolvedOp r_;
   Dialect dialect_ = Dialect::Legacy;

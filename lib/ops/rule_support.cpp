@@ -16,15 +16,15 @@ Result fail(const OpView& op, std::string where, const std::string& message) {
 }
 
 std::optional<int64_t> intAttr(const OpView& op, std::string_view key, int64_t def) {
-  const std::string_view* raw = op.attrs.find(key);
+  auto raw = op.attrs.raw(key);
   return raw ? rawToIntLenient(*raw) : def;
 }
 std::optional<bool> boolAttr(const OpView& op, std::string_view key, bool def) {
-  const std::string_view* raw = op.attrs.find(key);
+  auto raw = op.attrs.raw(key);
   return raw ? rawToBoolLenient(*raw) : def;
 }
 std::optional<ShapeDims> intsAttr(const OpView& op, std::string_view key, ShapeDims def) {
-  const std::string_view* raw = op.attrs.find(key);
+  auto raw = op.attrs.raw(key);
   return raw ? rawToIntsLenient(*raw) : def;
 }
 

@@ -20,31 +20,42 @@ std::string shardingText(const Sharding& s) {
          ", global shape " + ints(s.global_shape);
 }
 
+// Same dist_attr text (interned: the same pointer), shape and dtype: varSharding gives the same
+// answer for both, so the pair agrees without parsing or copying a Sharding.
+bool sameDeclaration(const Var& a, const Var& b) {
+  std::string_view ta = a.dist_attr.compactText(), tb = b.dist_attr.compactText();
+  return !ta.empty() && ta.data() == tb.data() && ta.size() == tb.size() && a.dtype == b.dtype && a.shape == b.shape;
+}
+
 }  // namespace
 
 void checkMeshAgreement(const Job& job, const std::function<void(std::string, std::string)>& report) {
   if (job.programs.size() < 2) return;
-  struct First {
-    int64_t rank;
-    Sharding sharding;
-  };
-  absl::flat_hash_map<std::string_view, First> first;  // var name -> the first rank declaring it sharded
+  // var name -> the first var declaring it sharded (validly); its Sharding is parsed again only
+  // when a later declaration differs from it in text or shape.
+  absl::flat_hash_map<std::string_view, const Var*> first;
+  first.reserve(job.programs.front()->blocks.empty() ? 0 : job.programs.front()->blocks.front()->vars.size());
   ShardingCache cache;
   std::string problem;
   for (const auto& p : job.programs)
     for (const auto& b : p->blocks)
       for (const auto& v : b->vars) {
-        if (v->removed || !v->hasDistAttr()) continue;
+        if (v->removed || !v->hasDistAttr() || !cache.of(v->dist_attr).sharded) continue;
+        auto it = first.find(v->name);
+        if (it != first.end() && sameDeclaration(*it->second, *v)) continue;
         auto s = varSharding(*v, &problem, &cache);
-        if (!s) continue;  // replicated, or malformed (the per-var check reports it)
-        auto [it, fresh] = first.try_emplace(v->name, First{p->rank, *s});
-        if (fresh) continue;
-        const Sharding& f = it->second.sharding;
+        if (!s) continue;  // malformed (the per-var check reports it)
+        if (it == first.end()) {
+          first.emplace(v->name, v.get());
+          continue;
+        }
+        const Var& fv = *it->second;
+        Sharding f = *varSharding(fv, &problem, &cache);
         if (f.mesh_shape == s->mesh_shape && f.process_ids == s->process_ids && f.mapping == s->mapping &&
             (f.global_shape.empty() || s->global_shape.empty() || f.global_shape == s->global_shape))
           continue;
         report(varPointer(*v) + "/dist_attr", "var \"" + std::string(v->name) + "\" is one tensor sharded differently across ranks: rank " +
-                                                  std::to_string(it->second.rank) + " has " + shardingText(f) + ", rank " +
+                                                  std::to_string(fv.block->program->rank) + " has " + shardingText(f) + ", rank " +
                                                   std::to_string(p->rank) + " has " + shardingText(*s));
       }
 }

@@ -149,7 +149,8 @@ class Verifier {
   // Replay slices a sharded program input by its dims_mapping and mesh (runtime/inputs.cpp): the
   // same parse, checked here (verify/sharding.h).
   void checkSharding(const Program& p, const Var& v) {
-    if (!v.hasDistAttr()) return;
+    // Most vars are replicated: one cached parse says so without building their Sharding.
+    if (!v.hasDistAttr() || !shardings_.of(v.dist_attr).sharded) return;
     std::string problem;
     auto s = varSharding(v, &problem, &shardings_);
     if (!problem.empty()) return report(varPointer(v) + "/dist_attr", problem);
