@@ -94,7 +94,7 @@ cells = [str(ranks), budget, str(ops), f"{flops/1e9:.2f}"]
 if before is not None:
     brate = flops / 1e9 / before
     cells += [f"{before:.3f} → {wall:.3f}", f"{before_cmd:.3f} → {cmd_wall:.3f}", f"{brate:.1f} → {rate:.1f}",
-              f"{brate/sgemm*100:.0f}% → {rate/sgemm*100:.0f}%", f"{brate/ranks:.1f} → {rate/ranks:.1f}"]
+              f"{brate/sgemm*100:.0f}% → {rate/sgemm*100:.0f}%"]
 else:
     cells += [f"{wall:.3f}", f"{cmd_wall:.3f}", f"{rate:.1f}", f"{rate/sgemm*100:.0f}%"]
 cells.append(f"{(1-gemm/total)*100 if total else 0:.0f}%")

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "ops/conv_geometry.h"
@@ -247,23 +248,68 @@ template <typename F> void forEachWindow(const PoolShape& p, F&& f) {
 
 // max: the window's maximum (exact in T: no wider type needed); avg: the sum in double, in
 // row-major order, over the divisor. Max is a template parameter so the inner loops have no branch.
+template <bool Max, typename T> struct PoolAcc {
+  using Acc = std::conditional_t<Max, T, double>;
+  static Acc init() { return Max ? Acc(-std::numeric_limits<T>::infinity()) : Acc(0); }
+  static void add(Acc& a, T v) {
+    if constexpr (Max) a = std::max(a, v);
+    else a += double(v);
+  }
+  static T result(Acc a, int64_t divisor) {
+    if constexpr (Max) return a;
+    else return T(divisor > 0 ? a / double(divisor) : 0.0);
+  }
+};
+
+// The output columns whose window lies wholly inside the row, [lo, hi) (none when adaptive).
+std::pair<int64_t, int64_t> innerColumns(const WindowDim& d, bool adaptive) {
+  int64_t lo = 0, hi = 0;
+  if (adaptive) return {0, 0};
+  while (lo < d.out && lo * d.stride - d.pad_before < 0) ++lo;
+  hi = lo;
+  while (hi < d.out && hi * d.stride - d.pad_before + d.k <= d.in) ++hi;
+  return {lo, hi};
+}
+
+// Each output's window is read in the same order as before (rows, then columns), so every result
+// is bitwise the per-window loop's; but the columns inside the row run as one loop over outputs
+// per window offset (vectorisable, no per-element call), the clipped edges one by one.
 template <bool Max, typename T> void poolPlanes(const PoolShape& p, const T* x, T* out) {
-  const int64_t in_w = p.w.w.in, in_plane = p.w.h.in * in_w, out_plane = p.w.h.out * p.w.w.out;
-  forEachWindow(p, [&](int64_t pl, int64_t oy, int64_t ox, Span ys, Span xs, int64_t divisor) {
-    const T* in = x + pl * in_plane;
-    T& o = out[pl * out_plane + oy * p.w.w.out + ox];
-    if constexpr (Max) {
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
-        for (int64_t ix = xs.begin; ix < xs.end; ++ix) m = std::max(m, in[iy * in_w + ix]);
-      o = m;
-    } else {
-      double acc = 0.0;
-      for (int64_t iy = ys.begin; iy < ys.end; ++iy)
-        for (int64_t ix = xs.begin; ix < xs.end; ++ix) acc += double(in[iy * in_w + ix]);
-      o = T(divisor > 0 ? acc / double(divisor) : 0.0);
+  using A = PoolAcc<Max, T>;
+  const WindowDim &h = p.w.h, &w = p.w.w;
+  const int64_t in_w = w.in, in_plane = h.in * in_w, out_plane = h.out * w.out, sx = w.stride;
+  const std::vector<Span> ys = spans(h, p.adaptive), xs = spans(w, p.adaptive);
+  const auto [lo, hi] = innerColumns(w, p.adaptive);
+  std::vector<typename A::Acc> acc(size_t(std::max<int64_t>(hi - lo, 0)));
+  for (int64_t pl = 0; pl < p.planes; ++pl)
+    for (int64_t oy = 0; oy < h.out; ++oy) {
+      const Span y = ys[size_t(oy)];
+      const T* in = x + pl * in_plane;
+      T* o = out + pl * out_plane + oy * w.out;
+      auto divisorOf = [&](const Span& xw) {
+        int64_t area = (y.end - y.begin) * (xw.end - xw.begin);
+        return p.exclusive || p.adaptive ? area : h.k * w.k;
+      };
+      auto one = [&](int64_t ox) {
+        const Span xw = xs[size_t(ox)];
+        typename A::Acc a = A::init();
+        for (int64_t iy = y.begin; iy < y.end; ++iy)
+          for (int64_t ix = xw.begin; ix < xw.end; ++ix) A::add(a, in[iy * in_w + ix]);
+        o[ox] = A::result(a, divisorOf(xw));
+      };
+      for (int64_t ox = 0; ox < lo; ++ox) one(ox);
+      for (int64_t ox = std::max(hi, lo); ox < w.out; ++ox) one(ox);
+      if (hi <= lo) continue;
+      std::fill(acc.begin(), acc.end(), A::init());
+      const int64_t n = hi - lo, first = lo * sx - w.pad_before;
+      for (int64_t iy = y.begin; iy < y.end; ++iy)
+        for (int64_t dx = 0; dx < w.k; ++dx) {
+          const T* row = in + iy * in_w + first + dx;
+          for (int64_t i = 0; i < n; ++i) A::add(acc[size_t(i)], row[i * sx]);
+        }
+      const int64_t divisor = divisorOf(xs[size_t(lo)]);
+      for (int64_t i = 0; i < n; ++i) o[lo + i] = A::result(acc[size_t(i)], divisor);
     }
-  });
 }
 
 void pool2d(KernelContext& c) {
