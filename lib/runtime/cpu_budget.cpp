@@ -51,7 +51,9 @@ CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host) {
   const int share = std::max(1, b.cores * ranks_in_process / ranks_on_host);
   b.blas_threads = std::max(1, share / ranks_in_process);
   b.tokens = share;
-  blasSetThreads(b.blas_threads);
+  // OpenBLAS runs single-threaded: the kernels split a GEMM over blas_threads themselves
+  // (runtime/kernels/parallel.h), handing out blocks to whichever thread is running.
+  blasSetThreads(1);
   {
     std::lock_guard lk(gate().mu);
     gate().free = b.tokens;

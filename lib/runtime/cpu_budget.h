@@ -2,8 +2,8 @@
 // One thread budget for the machine: the replay's compute never asks for more cores than there are.
 //
 // Ranks run as threads (local backend) or processes (mpi), each with a thread per execution stream,
-// and each GEMM may fan out to OpenBLAS threads. OpenBLAS's thread count is process-wide, so it is
-// set once per run to cores / (ranks this host runs at once), and a process-wide gate hands out
+// and each GEMM may fan out to blas_threads = cores / (ranks this host runs at once) threads: the
+// kernels' own pool (runtime/kernels/parallel.h) with OpenBLAS single-threaded under it. A process-wide gate hands out
 // cores as tokens: a kernel holds one token while it runs, a GEMM as many as its BLAS threads.
 // Collectives hold none (they wait on other ranks; holding a core across a wait could deadlock).
 #include <cstddef>
@@ -13,7 +13,7 @@ namespace spopt::rt {
 
 struct CpuBudget {
   int cores = 1;          // usable by this process (its affinity mask, shared by `ranks_on_host`)
-  int blas_threads = 1;   // per GEMM
+  int blas_threads = 1;   // per GEMM (the kernels' split; OpenBLAS itself is set to 1)
   int tokens = 1;         // kernels running at once in this process
 };
 

@@ -32,6 +32,7 @@ void FusedViews::afterWrite(const Op& writer, const Var& var, const std::functio
     Tensor& buffer = value(*s.buffer);
     const Tensor& member = value(var);
     if (buffer.empty() || member.empty()) return;  // the buffer's last use is past: nothing reads it
+    if (buffer.sharesBuffer()) buffer = buffer.clone();  // a reshape's view of it keeps the old bytes
     size_t esz = storageSize(buffer.storage());
     std::memcpy(static_cast<std::byte*>(buffer.raw()) + size_t(s.offset) * esz, member.raw(), member.bytes());
     return;

@@ -442,9 +442,11 @@ class RankExecutor {
     const Op& op = *plan_.ops[index];
     // The one place float16/bfloat16 values are rounded (runtime/half.h): kernels and collectives
     // compute in float32 and what a half var stores is its format's value, as on the device
-    // (part of the op's time). A receive gets what its sender already stored: no rounding.
+    // (part of the op's time). A receive gets what its sender already stored, and a view (reshape)
+    // shares bytes already rounded: neither is written again.
     if (round)
-      for (auto& [v, t] : outs) t.roundToDType();
+      for (auto& [v, t] : outs)
+        if (!t.sharesBuffer()) t.roundToDType();
     if (o_.trace) {
       ev.start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
       ev.dur_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();

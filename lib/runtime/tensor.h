@@ -41,6 +41,8 @@ class Tensor {
 
   // A tensor sharing this one's bytes under another shape of equal numel (reshape without copy).
   Tensor view(std::vector<int64_t> shape) const;
+  // Whether another tensor shares these bytes (a view): who writes in place must copy first.
+  bool sharesBuffer() const { return buf_.use_count() > 1; }
   // Part i of a stacked tensor [k, d...]: a [d...] tensor sharing its bytes (a PIR vector's element).
   Tensor part(int64_t i) const;
   Tensor clone() const;

@@ -33,6 +33,21 @@ const Blas& blas() {
   return b;
 }
 
+GemmSplit gemmSplit(int64_t m, int64_t n, int64_t k) {
+  GemmSplit s;
+  if (m <= 0 || n <= 0 || k <= 0) return s;
+  // Up to 8 blocks: enough for 2-4 threads to share out with one descheduled, few enough that
+  // re-packing the uncut operand per block stays a small cost. The longer side of C is cut.
+  constexpr int64_t kMinWork = int64_t(1) << 22, kAlign = 64, kMaxPieces = 8;
+  s.by_rows = m > n;
+  int64_t side = s.by_rows ? m : n;
+  int64_t want = std::min<int64_t>({kMaxPieces, m * n * k / kMinWork, side / kAlign});
+  if (want <= 1) return s;
+  s.step = ((side + want - 1) / want + kAlign - 1) / kAlign * kAlign;
+  s.pieces = (side + s.step - 1) / s.step;
+  return s;
+}
+
 void blasSetThreads(int n) {
   if (blas().set_threads && n > 0) blas().set_threads(n);
 }

@@ -139,4 +139,13 @@ void copyTensor(const KernelContext& c, const Tensor& from, std::string_view fro
   if (to.raw() != from.raw() && from.bytes()) std::memcpy(to.raw(), from.raw(), from.bytes());
 }
 
+void shareTensor(const KernelContext& c, const Tensor& from, std::string_view from_name, Tensor& to, std::string_view to_name) {
+  if (from.dtype() != to.dtype() || from.empty()) return copyTensor(c, from, from_name, to, to_name);
+  requireSameStorage(c, to_name, to, from_name, from);
+  if (to.numel() != from.numel())
+    kernelFail(c, std::string(to_name) + " " + shapeStr(to.shape()) + " and " + std::string(from_name) + " " +
+                      shapeStr(from.shape()) + " have different element counts");
+  to = from.view(to.shape());
+}
+
 }  // namespace spopt::rt

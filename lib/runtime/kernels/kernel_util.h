@@ -45,6 +45,10 @@ void requireSameStorage(const KernelContext& c, std::string_view a_name, const T
                         std::string_view b_name, const Tensor& b);
 void requireFloat(const KernelContext& c, std::string_view name, const Tensor& t);
 
+// `to` becomes a view of `from`'s bytes under its own shape (reshape, squeeze, unsqueeze move no
+// bytes; Values never write a buffer in place, fused_views.cpp copies a shared one first); a copy
+// when the dtypes differ (a float32 buffer under a float16 var would be rounded in place).
+void shareTensor(const KernelContext& c, const Tensor& from, std::string_view from_name, Tensor& to, std::string_view to_name);
 // Byte copy between tensors of equal storage and numel (a no-op when they share a buffer).
 void copyTensor(const KernelContext& c, const Tensor& from, std::string_view from_name, Tensor& to,
                 std::string_view to_name);

@@ -2,6 +2,7 @@
 // nccl backend's cuBLAS path).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_util.h"
@@ -15,12 +16,43 @@ using matmul_plan::Dims;
 using matmul_plan::MatmulShapes;
 using matmul_plan::matmulShapes;
 
+// The plan's GEMMs are collected, then run: the batch entries of attention's products (32 GEMMs of
+// 128x128x64 for a GPT layer) share out over the threads one entry each, a lone GEMM cuts itself
+// into blocks (blas.h). Entries that accumulate into one C (a gradient summed over broadcast dims)
+// run in order on the calling thread.
 template <typename T>
 void broadcastGemm(const T* a, const Dims& as, bool ta, const T* b, const Dims& bs, bool tb, T* c, const Dims& cs) {
+  struct Call {
+    bool ta, tb;
+    int64_t m, n, k;
+    const T* a;
+    int64_t lda;
+    const T* b;
+    int64_t ldb;
+    T beta;
+    T* c;
+    int64_t ldc;
+  };
+  std::vector<Call> calls;
+  bool accumulate = false;
   matmul_plan::broadcastGemm(a, as, ta, b, bs, tb, c, cs,
-                             [](bool ta_, bool tb_, int64_t m, int64_t n, int64_t k, const T* a_, int64_t lda, const T* b_,
-                                int64_t ldb, T beta, T* c_, int64_t ldc) { blasGemm(ta_, tb_, m, n, k, a_, lda, b_, ldb, beta, c_, ldc); },
+                             [&](bool ta_, bool tb_, int64_t m, int64_t n, int64_t k, const T* a_, int64_t lda, const T* b_,
+                                 int64_t ldb, T beta, T* c_, int64_t ldc) {
+                               calls.push_back({ta_, tb_, m, n, k, a_, lda, b_, ldb, beta, c_, ldc});
+                               accumulate = accumulate || beta != T(0);
+                             },
                              [](T* c_, int64_t count) { std::fill(c_, c_ + count, T(0)); });
+  // A batch runs entry by entry, each one OpenBLAS call whatever the thread count, so its numbers
+  // do not depend on it (blas.h); only a lone GEMM is cut into blocks.
+  if (calls.size() == 1) {
+    const Call& g = calls.front();
+    return blasGemm(g.ta, g.tb, g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc);
+  }
+  auto run = [&](int64_t i) {
+    const Call& g = calls[size_t(i)];
+    blasGemmCall(g.ta, g.tb, g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc);
+  };
+  parallelFor(int64_t(calls.size()), accumulate ? 1 : gemmWidth(), run);
 }
 
 // A 0-D result may also be declared [1].

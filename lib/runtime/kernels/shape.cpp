@@ -49,7 +49,7 @@ void reshape2(KernelContext& c) {
   if (!resolved) kernelFail(c, why);
   target = *resolved;
   requireShape(c, "Out", out, target, "X reshaped");
-  copyTensor(c, x, "X", out, "Out");
+  shareTensor(c, x, "X", out, "Out");
   checkXShape(c, x);
 }
 
@@ -68,7 +68,7 @@ void unsqueeze2(KernelContext& c) {
   auto target = resolveUnsqueeze(x.shape(), axes, &why);
   if (!target) kernelFail(c, why);
   requireShape(c, "Out", out, *target, "X with a 1 at each of axes");
-  copyTensor(c, x, "X", out, "Out");
+  shareTensor(c, x, "X", out, "Out");
   checkXShape(c, x);
 }
 
@@ -77,7 +77,7 @@ void reshape2Grad(KernelContext& c) {
   const Tensor& g = requireInput(c, "Out@GRAD");
   Tensor& dx = requireOutput(c, "X@GRAD");
   requireShape(c, "X@GRAD", dx, dimsFromXShape(c, xs), "XShape's dims[1:]");
-  copyTensor(c, g, "Out@GRAD", dx, "X@GRAD");
+  shareTensor(c, g, "Out@GRAD", dx, "X@GRAD");
 }
 
 Dims checkedPerm(const KernelContext& c, size_t rank) {

@@ -31,7 +31,7 @@ void squeeze(KernelContext& c) {
   auto want = resolveSqueeze(x.shape(), axes, &why);  // shared with the verifier
   if (!want) kernelFail(c, why);
   requireShape(c, "Out", out, *want, "X without the size-1 dims of axes");
-  copyTensor(c, x, "X", out, "Out");
+  shareTensor(c, x, "X", out, "Out");
   if (const Tensor* xs = optionalOutput(c, "XShape")) {
     Dims rec = x.shape();
     rec.insert(rec.begin(), 0);
@@ -46,7 +46,7 @@ void squeezeGrad(KernelContext& c) {
   Tensor& dx = requireOutput(c, "X@GRAD");
   if (xs.shape().empty()) kernelFail(c, "XShape " + shapeStr(xs.shape()) + " should be [0, ...X dims]");
   requireShape(c, "X@GRAD", dx, Dims(xs.shape().begin() + 1, xs.shape().end()), "XShape's dims[1:]");
-  copyTensor(c, g, "Out@GRAD", dx, "X@GRAD");
+  shareTensor(c, g, "Out@GRAD", dx, "X@GRAD");
 }
 
 // Copies between a full tensor of dims `full` and its box (begin, sliced): gather the box into

@@ -199,6 +199,25 @@ struct Decay {
   double lr_ratio = 1, coeff = 0;
 };
 
+// The element loop, its pointers restrict-qualified: the outputs are the executor's fresh buffers,
+// and without the promise GCC needs 12 overlap checks, more than it versions a loop for, and
+// leaves the loop scalar (a divide and a square root per element: 3x the memory bound).
+template <typename T> struct AdamStep {
+  T b1, b2, rate, eps_hat, keep;
+  bool decays;
+  void run(int64_t n, const T* __restrict p, const T* __restrict g, const T* __restrict a, const T* __restrict b,
+           T* __restrict po, T* __restrict ao, T* __restrict bo) const {
+    for (int64_t i = 0; i < n; ++i) {
+      T mom1 = b1 * a[i] + (T(1) - b1) * g[i];
+      T mom2 = b2 * b[i] + (T(1) - b2) * g[i] * g[i];
+      ao[i] = mom1;
+      bo[i] = mom2;
+      T pi = decays ? p[i] * keep : p[i];
+      po[i] = pi - rate * (mom1 / (std::sqrt(mom2) + eps_hat));
+    }
+  }
+};
+
 void adamUpdate(KernelContext& c, Decay decay) {
   const Tensor& param = requireInput(c, "Param");
   const Tensor& grad = requireInput(c, "Grad");
@@ -256,14 +275,7 @@ void adamUpdate(KernelContext& c, Decay decay) {
     const T keep = T(1) - rate * T(decay.coeff);
     rate *= std::sqrt(T(1) - pow2) / (T(1) - pow1);
     const T eps_hat = e * std::sqrt(T(1) - pow2);
-    for (int64_t i = 0; i < n; ++i) {
-      T mom1 = b1 * a[i] + (T(1) - b1) * g[i];
-      T mom2 = b2 * b[i] + (T(1) - b2) * g[i] * g[i];
-      ao[i] = mom1;
-      bo[i] = mom2;
-      T pi = decays ? p[i] * keep : p[i];
-      po[i] = pi - rate * (mom1 / (std::sqrt(mom2) + eps_hat));
-    }
+    AdamStep<T>{b1, b2, rate, eps_hat, keep, decays}.run(n, p, g, a, b, po, ao, bo);
   });
   setPow(b1p_out, b1p, beta1);
   setPow(b2p_out, b2p, beta2);

@@ -1,0 +1,20 @@
+#pragma once
+// Work sharing for the replay kernels: fn(i) for i in [0, n) on the calling thread and up to
+// width - 1 helper threads of one process-wide pool. Items are claimed one at a time, so a helper
+// that the OS does not schedule (a loaded machine) only costs the items it took; the caller never
+// waits for a helper that has not started one. OpenBLAS's own threads split each GEMM statically
+// in two and spin on sched_yield between calls: on 2 shared cores one descheduled thread stalled
+// every GEMM, and 32 small attention GEMMs per op each paid the hand-off (issue 27).
+#include <cstdint>
+#include <functional>
+
+namespace spopt::rt {
+
+void parallelFor(int64_t n, int width, const std::function<void(int64_t)>& fn);
+
+// How many threads one GEMM may use: the CPU budget's per-GEMM share once configured (OpenBLAS
+// itself then runs single-threaded, runtime/cpu_budget.h), else 0: no budget, OpenBLAS threads as
+// it started (unit tests, SPOPT_CPU_BUDGET=off).
+int gemmWidth();
+
+}  // namespace spopt::rt
