@@ -36,7 +36,6 @@ int runGen(Options& o) {
   gen::checkOptions(o.gen);
   // PIR passes check_finite_and_unscale's gradients as one vector, which replay holds as equal
   // parts: the gradients of a model's parameters are not.
-  if (pir && o.gen.amp) throw InputError("sp-opt gen", "", "--amp bf16 is not written in the pir dialect (legacy or current)");
   AtomicFile out(o.output);
   gen::GenStats stats;
   if (pir) {

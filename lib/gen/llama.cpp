@@ -54,8 +54,10 @@ void emitLlama(ProgramBuilder& b, const GenOptions& o, int64_t rank) {
   LanguageModelEnds lm(b, o, tp);
   Tensor x = lm.embed();
   lm.addEmbedding(trainables);
-  // The rotary tables: program inputs (Paddle computes them from rotary_emb_base; replay's kernel
-  // takes them given), the same [S, d] in every layout.
+  // The rotary tables: program inputs, the same [S, d] in every layout, as Llama's callers pass
+  // them to fused_rotary_position_embedding (sin / cos of position x frequency, the frequencies
+  // twice over d). Replay feeds them those values, not noise: the catalogue marks the op's sin and
+  // cos operands (runtime/inputs.h).
   Tensor sin = b.declare("rotary_sin", {S, dh}, {R, R}, dt), cos = b.declare("rotary_cos", {S, dh}, {R, R}, dt);
   CausalMask mask;
   std::vector<LlamaLayer> layers(size_t(o.layers));

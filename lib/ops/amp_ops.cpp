@@ -114,16 +114,21 @@ void addAmpOps(std::vector<OpDef>& d) {
                .inputs = {{"X", {}, 0, true}}, .outputs = {{"Out", {}, 0, true}},
                .attrs = {{"out_dtype", AttrKind::DType, "dtype"}, {"in_dtype", AttrKind::DType}}, .traits = kPointwise,
                .rule = ruleCast, .cost = {1, "Out"}, .grad = "cast"});
+  // X and Out are lists of tensors (PIR: Tensor[] vectors, builtin.combine / builtin.split around
+  // the op), Out[i] X[i] in place.
+  OperandDef xs{"X", {}, 0, true}, outs{"Out", {}, 0, true};
+  xs.vector = outs.vector = true;
+  outs.parts_of = "X";
   // Out[i] = X[i] / Scale; FoundInfinite when any X holds a NaN or an inf.
   d.push_back({.name = "check_finite_and_unscale", .spellings = {legacyName("check_finite_and_unscale"), pirName("pd_op.check_finite_and_unscale_", true)},
-               .inputs = {{"X", {}, 0, true}, {"Scale", {}, 1, true}}, .outputs = {{"Out", {}, 0, true}, {"FoundInfinite", {}, 1, true}},
+               .inputs = {xs, {"Scale", {}, 1, true}}, .outputs = {outs, {"FoundInfinite", {}, 1, true}},
                .traits = trait::InPlace, .rule = ruleCheckFinite, .cost = {2, "X", true}});
   // Dynamic loss scaling: zeroes Out when FoundInfinite, and grows or shrinks the scale by the
   // good / bad step counters (Paddle's update_loss_scaling). stop_update is a PIR operand.
   d.push_back({.name = "update_loss_scaling", .spellings = {legacyName("update_loss_scaling"), pirName("pd_op.update_loss_scaling_", true)},
-               .inputs = {{"X", {}, 0, true}, {"FoundInfinite", {}, 1, true}, {"PrevLossScaling", {}, 2, true},
+               .inputs = {xs, {"FoundInfinite", {}, 1, true}, {"PrevLossScaling", {}, 2, true},
                           {"InGoodSteps", {}, 3, true}, {"InBadSteps", {}, 4, true}, {"StopUpdate"}},
-               .outputs = {{"Out", {}, 0, true}, {"LossScaling", {}, 1, true}, {"OutGoodSteps", {}, 2, true}, {"OutBadSteps", {}, 3, true}},
+               .outputs = {outs, {"LossScaling", {}, 1, true}, {"OutGoodSteps", {}, 2, true}, {"OutBadSteps", {}, 3, true}},
                .attrs = {{"incr_every_n_steps", AttrKind::Int}, {"decr_every_n_nan_or_inf", AttrKind::Int},
                          {"incr_ratio", AttrKind::Float}, {"decr_ratio", AttrKind::Float}, {"stop_update", AttrKind::Bool, {}, 5}},
                .traits = trait::InPlace, .rule = ruleUpdateLossScaling, .cost = {1, "X", true}});

@@ -200,16 +200,22 @@ void addLlamaOps(std::vector<OpDef>& d) {
   // within the rows of a [1, seq, 1, head_dim] table (dim -3; a [seq, head_dim] one has none).
   std::vector<AttrDef> rope_attrs = {{"use_neox_rotary_style", AttrKind::Bool}, {"time_major", AttrKind::Bool},
                                      {"rotary_emb_base", AttrKind::Float}};
+  OperandDef sin{"sin", {}, 3}, cos{"cos", {}, 4};
+  sin.rotary = RotaryTable::Sin;
+  cos.rotary = RotaryTable::Cos;
   d.push_back({.name = "fused_rotary_position_embedding",
                .spellings = {legacyName("fused_rotary_position_embedding"), pirName("pd_op.fused_rotary_position_embedding")},
-               .inputs = {{"q", {}, 0, true}, {"k", {}, 1}, {"v", {}, 2}, {"sin", {}, 3}, {"cos", {}, 4},
+               .inputs = {{"q", {}, 0, true}, {"k", {}, 1}, {"v", {}, 2}, sin, cos,
                           {"position_ids", {}, 5, false, true, "sin", -3}},
                .outputs = {{"out_q", {}, 0, true}, {"out_k", {}, 1}, {"out_v", {}, 2}}, .attrs = rope_attrs,
                .traits = trait::Recomputable, .rule = ruleRope, .cost = {.flops = flopsRope},
                .grad = "fused_rotary_position_embedding_grad"});
+  OperandDef grad_sin = sin, grad_cos = cos;
+  grad_sin.pir = 0;
+  grad_cos.pir = 1;
   d.push_back({.name = "fused_rotary_position_embedding_grad",
                .spellings = {legacyName("fused_rotary_position_embedding_grad"), pirName("pd_op.fused_rotary_position_embedding_grad")},
-               .inputs = {{"sin", {}, 0}, {"cos", {}, 1}, {"position_ids", {}, 2}, {"out_q@GRAD", {}, 3, true}, {"out_k@GRAD", {}, 4},
+               .inputs = {grad_sin, grad_cos, {"position_ids", {}, 2}, {"out_q@GRAD", {}, 3, true}, {"out_k@GRAD", {}, 4},
                           {"out_v@GRAD", {}, 5}},
                .outputs = {{"q@GRAD", {}, 0}, {"k@GRAD", {}, 1}, {"v@GRAD", {}, 2}}, .attrs = rope_attrs, .traits = trait::Grad,
                .rule = ruleRopeGrad, .cost = {.flops = flopsRope}});

@@ -53,6 +53,13 @@ enum : uint32_t {
 };
 }  // namespace trait
 
+// Which rotary table an operand is. Row p (the position), column i of a table with head_dim d
+// holds sin or cos of p * base^(-2j/d), base the op's rotary_emb_base (10000), j the frequency
+// index of column i: i / 2 when the op pairs neighbours (use_neox_rotary_style, Paddle's
+// default), i mod d/2 when it rotates halves (Llama: its callers concatenate the frequencies
+// twice, emb = concat(freqs, freqs)).
+enum class RotaryTable : uint8_t { None, Sin, Cos };
+
 class OpView;
 // The values an integer input takes on one op when index_of's dim does not say it (a vocab
 // shard's global ids); nullopt: index_of's dim.
@@ -77,10 +84,18 @@ struct OperandDef {
   // A floating input the op takes the square root of, or divides by one minus (Adam's second
   // moment and decay powers): replay generates it in [0, 1).
   bool non_negative = false;
+  // A rotary table (fused_rotary_position_embedding's sin and cos): replay generates the real
+  // table of positions, not noise (RotaryTable, below; runtime/inputs.h).
+  RotaryTable rotary = RotaryTable::None;
   // A result whose vars are views into the buffer of result `view_of`, laid one after the other
   // (coalesce_tensor's Output in FusedOutput): a write of either is a write of both
   // (ops/buffer_views.h).
   std::string_view view_of = {};
+  // PIR passes this slot's vars as one vector value (Tensor[]): an input made by builtin.combine, a
+  // result taken apart by builtin.split. `parts_of` (a result): its parts are shaped as those of
+  // that vector input (check_finite_and_unscale_'s out, x in place). ops/vector_parts.h.
+  bool vector = false;
+  std::string_view parts_of = {};
 };
 
 // One attribute. In PIR a Scalar or IntArray argument is an operand (`pir_operand`), read from the

@@ -197,6 +197,9 @@ void addShapeOps(std::vector<OpDef>& d) {
   // value each, so the definition names none.
   d.push_back({.name = "combine", .spellings = {pirName("builtin.combine")}, .outputs = {{"Out", {}, 0, true}},
                .traits = kMove | trait::VectorResult});
+  // builtin.split(vector) -> out0, ..., out<k-1>: every part of a vector, positional like
+  // builtin.combine's operands (what Paddle writes after an op with a Tensor[] result).
+  d.push_back({.name = "vector_split", .spellings = {pirName("builtin.split")}, .inputs = {{"X", {}, 0, true}}, .traits = kMove});
   d.push_back({.name = "concat", .spellings = {legacyName("concat"), pirName("pd_op.concat")}, .inputs = {{"X", {}, 0}},
                .outputs = {{"Out", {}, 0}}, .attrs = {{"axis", AttrKind::Int, {}, 1}}, .traits = kMove, .rule = ruleConcat,
                .grad = "split"});

@@ -42,6 +42,14 @@ class PirTranslator {
       slice.insertBefore(op);
     }
     pending_parts_.clear();
+    if (!pending_split_.empty()) {
+      NewOp split = builder_.create(opDef("vector_split"));
+      split.input("X", {pending_vector_}).copyAttrs(op, {"op_role", "op_namescope"});
+      for (size_t i = 0; i < pending_split_.size(); ++i) split.output("out" + std::to_string(i), {pending_split_[i]});
+      if (op.hasDistAttr()) split.copyDistAttr(op.dist_attr);
+      split.insertBefore(op);
+      pending_split_.clear();
+    }
     block_.eraseOp(&op);
   }
 
@@ -62,8 +70,9 @@ class PirTranslator {
       if (o.name == "XShape") shape_records_.insert(shape_records_.end(), vars.begin(), vars.end());
       return;
     }
-    if (vars.size() > 1) {
+    if (vars.size() > 1 || o.vector) {
       if (input) vars = {combine(op, vars)};
+      else if (o.vector) vars = {splitParts(vars)};
       else if (old.has(trait::VectorResult)) vars = {parts(op, vars)};
       else fail(op, "writes " + std::to_string(vars.size()) + " vars to " + std::string(o.name) + ": PIR has no such result");
     }
@@ -91,16 +100,24 @@ class PirTranslator {
     kept_.push_back(std::move(entry));
   }
 
+  // A vector of the parts (of any shapes: replay finds them by the operands, ops/vector_parts.h).
   Var* combine(const Op& op, const std::vector<Var*>& parts) {
     for (Var* v : parts)
-      if (v->shape != parts.front()->shape || v->dtype != parts.front()->dtype)
-        fail(op, "combines vars of different shapes: replay holds a vector as equal parts");
+      if (v->dtype != parts.front()->dtype) fail(op, "combines vars of different dtypes: a vector holds one");
     Var* vec = builder_.freshVar(std::string(parts.front()->name) + ".combined", {int64_t(parts.size())}, parts.front()->dtype);
     NewOp c = builder_.create(opDef("combine"));
     for (size_t i = 0; i < parts.size(); ++i) c.input("in" + std::to_string(i), {parts[i]});  // one operand a part
     c.output("Out", {vec}).copyAttrs(op, {"op_role", "op_namescope"});
     c.insertBefore(const_cast<Op&>(op));
     return vec;
+  }
+
+  // The vars a Tensor[] result (check_finite_and_unscale's Out) holds: one vector result, taken
+  // apart by one builtin.split after the op, as Paddle writes it.
+  Var* splitParts(const std::vector<Var*>& vars) {
+    pending_vector_ = builder_.freshVar(std::string(vars.front()->name) + ".parts", {int64_t(vars.size())}, vars.front()->dtype);
+    pending_split_ = vars;
+    return pending_vector_;
   }
 
   // Several vars a vector-result op writes to one slot (stack_grad's X@GRAD): one vector result,
@@ -189,6 +206,7 @@ class PirTranslator {
   std::vector<std::string> kept_;  // legacy_slots of the op being translated
   Var* pending_vector_ = nullptr;   // the vector result of the op being translated, and its parts
   std::vector<Var*> pending_parts_;
+  std::vector<Var*> pending_split_;  // the parts of a Tensor[] result, for a builtin.split
 
  public:
   // XShape vars no PIR op holds: undeclared, as a PIR file has them (translateToLegacy makes them

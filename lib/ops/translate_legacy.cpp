@@ -31,7 +31,7 @@ class LegacyTranslator {
       for (Var* v : outputVars(op)) v->persistable |= &def == &opDef("parameter");
       return block_.eraseOp(&op);
     }
-    if (def.has(trait::Constant) || &def == &opDef("combine") || &def == &opDef("vector_slice")) return;
+    if (def.has(trait::Constant) || &def == &opDef("combine") || &def == &opDef("vector_slice") || &def == &opDef("vector_split")) return;
     if (&def == &opDef("split_with_num")) return translateSplit(op);
     translateOp(op, r);
   }
@@ -133,7 +133,8 @@ class LegacyTranslator {
     std::vector<Var*> vars;
     for (const Arg& a : s->args) vars.push_back(a.var);
     if (input && vars.size() == 1) vars = partsOf(vars.front());
-    if (!input && vars.size() == 1 && pir.has(trait::VectorResult)) vars = slicedParts(op, vars.front());
+    if (!input && vars.size() == 1 && o.vector) vars = splitResults(op, vars.front());
+    else if (!input && vars.size() == 1 && pir.has(trait::VectorResult)) vars = slicedParts(op, vars.front());
     input ? n.input(o.name, vars) : n.output(o.name, vars);
   }
 
@@ -157,6 +158,21 @@ class LegacyTranslator {
       erased_.insert(slice);
       block_.eraseOp(slice);
     }
+    dropped_.push_back(vec);
+    return parts;
+  }
+
+  // A Tensor[] result (check_finite_and_unscale_'s out) is the slot of the vars its builtin.split
+  // gives; the split goes.
+  std::vector<Var*> splitResults(const Op& op, Var* vec) {
+    if (vec->readers.size() != 1 || !isA(*vec->readers.front(), opDef("vector_split")))
+      fail(op, "has a vector result \"" + std::string(vec->name) + "\" not read by one builtin.split: the legacy op has no vector");
+    Op* split = vec->readers.front();
+    std::vector<Var*> parts;
+    for (const Slot& s : split->outputs)
+      for (const Arg& a : s.args) parts.push_back(a.var);
+    erased_.insert(split);
+    block_.eraseOp(split);
     dropped_.push_back(vec);
     return parts;
   }

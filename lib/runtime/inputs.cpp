@@ -114,6 +114,11 @@ void collectDomain(const Var& root, ValueDomain& d, Bounds& bounds) {
           }
         if (!reads_var) continue;
         d.non_negative |= o->non_negative;
+        if (o->rotary != RotaryTable::None) {
+          d.rotary = o->rotary;
+          d.rotary_neighbours = view.attrs.getBool("use_neox_rotary_style").value_or(true);
+          d.rotary_base = view.attrs.getNumber("rotary_emb_base").value_or(10000.0);
+        }
         if (o->index_of.empty()) continue;
         const Var* table = view.in(o->index_of);
         if (!table || table->shape.empty()) continue;
@@ -139,6 +144,14 @@ void collectDomain(const Var& root, ValueDomain& d, Bounds& bounds) {
   }
 }
 
+// Element g of a rotary table `width` wide (THE RULE, inputs.h).
+double rotaryValue(const ValueDomain& d, int64_t width, int64_t g) {
+  const int64_t position = g / width, column = g % width;
+  const int64_t j = d.rotary_neighbours ? column / 2 : column % std::max<int64_t>(width / 2, 1);
+  const double theta = double(position) * std::pow(d.rotary_base, -2.0 * double(j) / double(width));
+  return d.rotary == RotaryTable::Sin ? std::sin(theta) : std::cos(theta);
+}
+
 }  // namespace
 
 ValueDomain valueDomain(const Var& var) {
@@ -154,10 +167,15 @@ Tensor fillInput(const Var& var, int64_t rank, uint64_t seed) {
   const ValueDomain domain = valueDomain(var);
   Tensor t(var.dtype, var.shape);
   double scale = 1.0;
-  if (var.persistable && !l.global_shape.empty() && l.global_shape.back() > 0) scale = 1.0 / std::sqrt(double(l.global_shape.back()));
+  if (var.persistable && domain.rotary == RotaryTable::None && !l.global_shape.empty() && l.global_shape.back() > 0)
+    scale = 1.0 / std::sqrt(double(l.global_shape.back()));
   const uint64_t h = splitmix64(seed ^ fnv1a64(var.name));
   auto uniform = [&](int64_t g) { return double(splitmix64(h + uint64_t(g)) >> 11) * 0x1.0p-52 - 1.0; };
-  auto value = [&](int64_t g) { return domain.non_negative ? std::fabs(uniform(g)) : uniform(g); };
+  const int64_t table_width = l.global_shape.empty() ? 0 : l.global_shape.back();
+  auto value = [&](int64_t g) {
+    if (domain.rotary != RotaryTable::None && table_width > 0) return rotaryValue(domain, table_width, g);
+    return domain.non_negative ? std::fabs(uniform(g)) : uniform(g);
+  };
   auto index = [&](int64_t g) { return int64_t(std::floor((uniform(g) + 1.0) * (double(domain.index_bound) / 2.0))); };
   switch (t.storage()) {
     case Storage::F32: {

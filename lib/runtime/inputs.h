@@ -19,6 +19,11 @@
 //    x nranks); a shard op that cannot say its global bound (c_embedding_grad, no vocab_size)
 //    bounds by its shard's dim only when no other reader bounds the var; reads through a View op (reshape2, unsqueeze2)
 //    count as reads of its result. bool/uint8 vars get 1 when u >= 0, else 0.
+//  - A floating var an op reads as a rotary table (the catalogue's `rotary`: the sin and cos of
+//    fused_rotary_position_embedding) is no noise but the table its callers compute (ops/op_def.h,
+//    RotaryTable): global element g of a table with last dim d sits at position g / d, column
+//    g mod d, with the reading op's use_neox_rotary_style (default true) and rotary_emb_base
+//    (default 10000); computed in double, stored in the var's type.
 //  - elementUniform: h = splitmix64(seed ^ fnv1a64(name)); x = splitmix64(h + g);
 //    u = (x >> 11) * 2^-52 - 1  (53 random bits, exact in double; cast to the var's float type).
 #include <cstdint>
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ops/op_def.h"
 #include "runtime/tensor.h"
 
 #include "support/hash.h"
@@ -47,6 +53,9 @@ ShardLayout shardLayout(const Var& var, int64_t rank);
 struct ValueDomain {
   int64_t index_bound = 8;
   bool non_negative = false;
+  RotaryTable rotary = RotaryTable::None;
+  bool rotary_neighbours = true;  // use_neox_rotary_style
+  double rotary_base = 10000.0;
 };
 ValueDomain valueDomain(const Var& var);
 

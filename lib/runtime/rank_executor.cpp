@@ -15,6 +15,7 @@
 #include "analysis/liveness.h"
 #include "analysis/p2p.h"
 #include "ops/op_view.h"
+#include "ops/vector_parts.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernels.h"
@@ -94,13 +95,40 @@ class Values {
   size_t current_ = 0, peak_ = 0;
 };
 
+// Part i of a vector held as its parts one after another.
+Tensor partOf(const Tensor& whole, const std::vector<std::vector<int64_t>>& parts, size_t i) {
+  int64_t offset = 0;
+  for (size_t j = 0; j < i; ++j) offset += Tensor::shapeOnly(whole.dtype(), parts[j]).numel();
+  return whole.window(offset, parts[i]);
+}
+
+// The buffer replay gives a var an op writes: its declared shape, or for a vector result whose
+// parts the program says (ops/vector_parts.h), room for every part.
+std::vector<int64_t> replayShape(const Op& op, const Var& v) {
+  OpView view(op);
+  bool vector = false;
+  if (view.def() && view.dialect() == Dialect::Pir)
+    for (const OperandDef& o : view.def()->outputs) vector |= o.vector && view.out(o.name) == &v;
+  auto parts = vector ? vectorPartShapes(v) : std::nullopt;
+  if (!parts) return v.shape;
+  int64_t total = 0;
+  for (const auto& p : *parts) total += Tensor::shapeOnly(v.dtype, p).numel();
+  return {total};
+}
+
 class OpIO final : public KernelIO {
  public:
   OpIO(const OpView& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
   const Tensor* input(std::string_view slot, size_t i) const override {
     if (const Var* vec = vectorIn(slot)) {  // a PIR vector: its parts are the slot's values
       Tensor& t = values_.at(*vec);
-      if (t.empty() || t.shape().empty() || int64_t(i) >= t.shape()[0]) return nullptr;
+      if (t.empty()) return nullptr;
+      if (auto parts = vectorPartShapes(*vec)) {
+        if (i >= parts->size()) return nullptr;
+        shape_only_.push_back(partOf(t, *parts, i));
+        return &shape_only_.back();
+      }
+      if (t.shape().empty() || int64_t(i) >= t.shape()[0]) return nullptr;
       shape_only_.push_back(t.part(int64_t(i)));
       return &shape_only_.back();
     }
@@ -120,12 +148,18 @@ class OpIO final : public KernelIO {
     return op_.inputCount(slot);
   }
   Tensor* output(std::string_view slot, size_t i) override {
-    const Var* var = op_.out(slot, i);
-    for (auto& [v, t] : outs_)
-      if (var && v == var) return &t;
-    return nullptr;
+    if (auto parts = vectorOut(slot)) {  // a PIR vector result: its parts, in the buffer runOp made
+      Tensor* whole = find(op_.out(slot));
+      if (!whole || i >= parts->size()) return nullptr;
+      shape_only_.push_back(partOf(*whole, *parts, i));
+      return &shape_only_.back();
+    }
+    return find(op_.out(slot, i));
   }
-  size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
+  size_t outputCount(std::string_view slot) const override {
+    if (auto parts = vectorOut(slot)) return parts->size();
+    return op_.outputCount(slot);
+  }
 
  private:
   // The vector a PIR op reads in `slot` (what a VectorResult op wrote), unless the op indexes it
@@ -133,9 +167,18 @@ class OpIO final : public KernelIO {
   const Var* vectorIn(std::string_view slot) const {
     if (op_.dialect() != Dialect::Pir || op_.inputCount(slot) != 1 || op_.has(trait::View)) return nullptr;
     const Var* v = op_.in(slot);
-    if (!v || v->writers.size() != 1) return nullptr;
-    ResolvedOp w = resolveOp(v->writers.front()->type);
-    return w && w.def->has(trait::VectorResult) ? v : nullptr;
+    return v && isVectorValue(*v) ? v : nullptr;
+  }
+  // The part shapes of the vector result in `slot`, when it is one whose parts the program says.
+  std::optional<std::vector<std::vector<int64_t>>> vectorOut(std::string_view slot) const {
+    const OperandDef* o = op_.def() ? op_.def()->output(slot) : nullptr;
+    const Var* v = o && o->vector && op_.dialect() == Dialect::Pir && op_.outputCount(slot) == 1 ? op_.out(slot) : nullptr;
+    return v ? vectorPartShapes(*v) : std::nullopt;
+  }
+  Tensor* find(const Var* var) {
+    for (auto& [v, t] : outs_)
+      if (var && v == var) return &t;
+    return nullptr;
   }
 
   const OpView& op_;
@@ -344,7 +387,7 @@ class RankExecutor {
     forEachArg(op.outputs, [&](const Var& v) {
       for (const auto& [w, t] : outs)
         if (w == &v) return;
-      outs.emplace_back(&v, Tensor(v.dtype, v.shape));
+      outs.emplace_back(&v, Tensor(v.dtype, replayShape(op, v)));
     });
     const auto start = Clock::now();
     TraceEvent ev{std::string(op.type), false, int64_t(index)};

@@ -74,6 +74,16 @@ Tensor Tensor::part(int64_t i) const {
   return t;
 }
 
+Tensor Tensor::window(int64_t offset, std::vector<int64_t> shape) const {
+  auto n = checkedNumel(shape);
+  if (!n || offset < 0 || offset > numel_ || *n > numel_ - offset) throw std::invalid_argument("window: outside the tensor");
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.numel_ = *n;
+  t.buf_ = std::shared_ptr<std::byte>(buf_, buf_.get() + size_t(offset) * storageSize(storage()));
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor t(dtype_, shape_);
   if (numel_) std::memcpy(t.raw(), raw(), bytes());

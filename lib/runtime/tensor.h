@@ -45,6 +45,9 @@ class Tensor {
   bool sharesBuffer() const { return buf_.use_count() > 1; }
   // Part i of a stacked tensor [k, d...]: a [d...] tensor sharing its bytes (a PIR vector's element).
   Tensor part(int64_t i) const;
+  // `shape`'s elements from element `offset` on, sharing this one's bytes (a part of a vector of
+  // unequal parts, ops/vector_parts.h). std::invalid_argument when they run past the end.
+  Tensor window(int64_t offset, std::vector<int64_t> shape) const;
   Tensor clone() const;
   // Rounds every stored value to the dtype's format when it is float16 or bfloat16 (runtime/half.h);
   // other dtypes and bufferless tensors are left alone.

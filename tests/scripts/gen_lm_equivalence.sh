@@ -2,7 +2,7 @@
 # The language models of `gen` (gpt --vocab, llama) compute the serial model in every layout:
 # for tp 1/2/4 with and without sequence parallelism, data parallelism 1 and 2, legacy and PIR,
 # `check SERIAL DIST --serial` passes in float64 (rtol 1e-12) and float32 (check's defaults),
-# and under --amp bf16 (legacy and current dialects: PIR is refused) to bfloat16's rtol 1e-2;
+# and under --amp bf16 (legacy, current and PIR) to bfloat16's rtol 1e-2;
 # every job validates, and the default rewrite chain (fuse, regather, overlap) replays bitwise
 # like the job it rewrote.
 # usage: gen_lm_equivalence.sh SP_OPT
@@ -21,7 +21,7 @@ for model in gpt llama; do
     if [ "$dtype" = amp ]; then
       tol=(--rtol 1e-2)
       prec=(--amp bf16)
-      dialects="legacy current"
+      dialects="legacy current pir"
     fi
     "$sp_opt" gen "$model" --tp 1 "${size[@]}" "${prec[@]}" -o "$tmp/serial.json" > /dev/null
     for tp in 1 2 4; do

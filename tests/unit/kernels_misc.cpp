@@ -102,7 +102,8 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "fused_rotary_position_embedding_grad", "tril_triu", "where", "where_grad", "fill_any_like", "squeeze2", "squeeze2_grad",
       "slice", "slice_grad", "stack", "stack_grad", "expand_v2", "expand_v2_grad", "gather_nd", "gather_nd_grad",
       // and, from the catalogue, ops only PIR spells, and fetch
-      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine", "pd_op.tril", "pd_op.triu"};
+      "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine", "builtin.split", "pd_op.tril",
+      "pd_op.triu"};
   auto supported = spopt::rt::supportedKernelOps();
   for (auto op : ops) {
     CAPTURE(op);

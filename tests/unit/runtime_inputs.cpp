@@ -164,6 +164,36 @@ TEST_CASE("rotary position ids get the rows of a [1, seq, 1, head_dim] table, no
   CHECK(*std::max_element(u.data<int64_t>(), u.data<int64_t>() + u.numel()) == 7);
 }
 
+// Llama's callers pass sin / cos of position x base^(-2j/d), the d/2 frequencies twice over
+// (halves); Paddle's default pairs neighbours, j = i / 2. Replay feeds those tables, in any layout.
+TEST_CASE("rotary sin and cos inputs are the tables of positions, halves or neighbours", "[runtime][inputs]") {
+  auto job = [](const char* table, const char* attrs) {
+    return loadJobFromText(std::string(R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],"programs":[{"rank":0,
+      "blocks":[{"idx":0,"parent_idx":-1,"vars":[
+        {"name":"q","shape":[2,6,1,4],"dtype":"float32"},{"name":"oq","shape":[2,6,1,4],"dtype":"float32"},
+        {"name":"s","shape":)") + table + R"(,"dtype":"float32","persistable":true},
+        {"name":"c","shape":)" + table + R"(,"dtype":"float64"}],
+      "ops":[{"type":"fused_rotary_position_embedding","inputs":{"q":["q"],"sin":["s"],"cos":["c"]},
+              "outputs":{"out_q":["oq"]},"attrs":)" + attrs + "}]}]}]}", "t.json");
+  };
+  // d = 4: frequencies 1 and 100^-1 (base 10000).
+  const double f[2] = {1.0, 0.01};
+  for (const char* table : {"[6,4]", "[1,6,1,4]"}) {
+    auto halves = job(table, R"({"use_neox_rotary_style":false,"rotary_emb_base":10000.0})");
+    Tensor s = fillInput(*halves->programs[0]->blocks[0]->lookup("s"), 0, 3);
+    Tensor c = fillInput(*halves->programs[0]->blocks[0]->lookup("c"), 0, 3);
+    for (int64_t p = 0; p < 6; ++p)
+      for (int64_t i = 0; i < 4; ++i) {
+        CHECK(s.data<float>()[p * 4 + i] == float(std::sin(double(p) * f[i % 2])));  // no parameter scaling
+        CHECK(c.data<double>()[p * 4 + i] == std::cos(double(p) * f[i % 2]));
+      }
+    auto pairs = job(table, "{}");  // Paddle's defaults: neighbours, base 10000
+    Tensor n = fillInput(*pairs->programs[0]->blocks[0]->lookup("c"), 0, 3);
+    for (int64_t p = 0; p < 6; ++p)
+      for (int64_t i = 0; i < 4; ++i) CHECK(n.data<double>()[p * 4 + i] == std::cos(double(p) * f[i / 2]));
+  }
+}
+
 // A stream sync listing many vars (Paddle's c_sync_calc_stream before a fused all-reduce) views
 // Out[i] as X[i]: only a0's own reader bounds a0. 150 listed vars: a walk from each var into every
 // other listed one (depth 8) would not finish.

@@ -47,23 +47,45 @@ void vectorSlice(KernelContext& c) {
   if (bytes) std::memcpy(out.raw(), static_cast<const std::byte*>(v.raw()) + size_t(index) * bytes, bytes);
 }
 
-// builtin.combine: its operands (in0, in1, ...: equal shapes) stacked into the vector.
+// builtin.combine: its operands (in0, in1, ...) one after another in the vector: stacked
+// [k, ...] when they are shaped alike, else flat (its readers find the parts by the operands'
+// shapes, ops/vector_parts.h).
 void combine(KernelContext& c) {
   const auto& slots = c.op.op().inputs;
   if (slots.empty()) kernelFail(c, "has no operands");
   const Tensor& first = requireInput(c, slots.front().name);
   Tensor& out = requireOutput(c, "Out");
   requireShape(c, "Out", out, {int64_t(slots.size())}, "a vector of its operands");
+  bool equal = true;
+  int64_t total = 0;
+  for (const auto& s : slots) {
+    const Tensor& x = requireInput(c, s.name);
+    requireSameStorage(c, std::string(s.name), x, std::string(slots.front().name), first);
+    equal = equal && x.shape() == first.shape();
+    total += x.numel();
+  }
   std::vector<int64_t> stacked = first.shape();
   stacked.insert(stacked.begin(), int64_t(slots.size()));
-  out = Tensor(first.dtype(), stacked);
-  size_t bytes = first.bytes();
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const Tensor& x = requireInput(c, slots[i].name);
+  out = Tensor(first.dtype(), equal ? stacked : std::vector<int64_t>{total});
+  size_t at = 0;
+  for (const auto& s : slots) {
+    const Tensor& x = requireInput(c, s.name);
+    if (x.bytes()) std::memcpy(static_cast<std::byte*>(out.raw()) + at, x.raw(), x.bytes());
+    at += x.bytes();
+  }
+}
+
+// builtin.split: part i of the vector into result i (out0, out1, ...).
+void vectorSplit(KernelContext& c) {
+  const auto& slots = c.op.op().outputs;
+  size_t k = c.io.inputCount("X");
+  if (slots.size() != k) kernelFail(c, "has " + std::to_string(slots.size()) + " results for a vector of " + std::to_string(k));
+  for (size_t i = 0; i < k; ++i) {
+    const Tensor& part = requireInput(c, "X", i);
     std::string name(slots[i].name);
-    requireSameStorage(c, name, x, std::string(slots.front().name), first);
-    if (x.shape() != first.shape()) kernelFail(c, name + " " + shapeStr(x.shape()) + " differs from " + shapeStr(first.shape()) + ": a vector holds equal parts");
-    if (bytes) std::memcpy(static_cast<std::byte*>(out.raw()) + i * bytes, x.raw(), bytes);
+    Tensor& out = requireOutput(c, name);
+    requireSameShape(c, name, out, "X", part);
+    copyTensor(c, part, "X", out, name);
   }
 }
 
@@ -90,6 +112,7 @@ void registerPirValueKernels(KernelTable& t) {
   t.add("vector_slice", vectorSlice);
   t.add("full_int_array", fullIntArray);
   t.add("combine", combine);
+  t.add("vector_split", vectorSplit);
 }
 
 }  // namespace spopt::rt
