@@ -7,6 +7,7 @@
 #include "ir/json_text.h"
 #include "ops/op_builder.h"
 #include "ops/op_view.h"
+#include "ops/shape_math.h"
 #include "support/error.h"
 
 namespace spopt {
@@ -30,6 +31,11 @@ class PirTranslator {
     copyAttrs(op, def, n);
     if (!kept_.empty()) n.attrRaw(kLegacySlotsAttr, stringArrayToRaw(kept_));
     kept_.clear();
+    // PIR's p_recv names its dtype as a DataType; legacy recv_v2 gives Paddle's code. (out_shape,
+    // which p_recv does without, rides along: the result's type carries the shape.)
+    if (def.p2p == P2PKind::Recv)
+      if (const std::string_view* raw = op.attrs.find("dtype"))
+        if (std::optional<DType> t = dtypeFromAttr(*raw)) n.attrString("dtype", dtypeName(*t));
     if (def.collective == CollectiveKind::AllReduce && !op.attrs.has("reduce_type"))
       n.attrInt("reduce_type", static_cast<int>(r.spelling->reduce.value_or(ReduceOp::Sum)));
     if (op.hasDistAttr()) n.copyDistAttr(op.dist_attr);

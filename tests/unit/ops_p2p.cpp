@@ -11,6 +11,7 @@
 #include "io/loader.h"
 #include "ops/op_builder.h"
 #include "ops/op_view.h"
+#include "ops/translate.h"
 #include "verify/verifier.h"
 
 using namespace spopt;
@@ -19,7 +20,7 @@ namespace {
 
 // A ring of `n` ranks: each sends x_r to the next rank and receives the previous rank's into y.
 // `between`: an op line put between the send and the receive (it ends their group).
-std::string ringJob(int n, const std::string& recv_dtype = "float32", const std::string& between = "") {
+std::string p2pRingJob(int n, const std::string& recv_dtype = "float32", const std::string& between = "") {
   std::string next, prev;
   for (int r = 0; r < n; ++r) {
     next += std::to_string(r) + ": " + std::to_string((r + 1) % n) + (r + 1 < n ? ", " : "");
@@ -34,7 +35,7 @@ std::string ringJob(int n, const std::string& recv_dtype = "float32", const std:
          "    {Out=[y]} = recv_v2() {ring_id=0, peer=$rank{" + prev + "}, out_shape=[2,3]}\n  }\n}\n";
 }
 
-std::vector<std::string> problems(const Job& job) {
+std::vector<std::string> p2pProblems(const Job& job) {
   std::vector<std::string> lines;
   for (const Diagnostic& d : verifyJob(job)) lines.push_back(d.line());
   return lines;
@@ -64,8 +65,8 @@ TEST_CASE("send_v2 / recv_v2 and pd_op.p_send / pd_op.p_recv are one definition 
 
 TEST_CASE("a ring exchange verifies, pairs per channel and does not hang", "[verify][p2p][hang]") {
   for (int n : {2, 4}) {
-    auto job = loadJobFromText(ringJob(n), "ring.sptxt");
-    CHECK(problems(*job).empty());
+    auto job = loadJobFromText(p2pRingJob(n), "ring.sptxt");
+    CHECK(p2pProblems(*job).empty());
     auto channels = p2pChannels(*job);
     REQUIRE(channels.size() == size_t(n == 2 ? 2 : 4));
     for (const P2PChannel& c : channels) {
@@ -80,25 +81,25 @@ TEST_CASE("a ring exchange verifies, pairs per channel and does not hang", "[ver
 }
 
 TEST_CASE("the verifier names the first send/recv mismatch with both ranks and ops", "[verify][p2p]") {
-  auto dtype = loadJobFromText(ringJob(2, "float16"), "bad.sptxt");
-  auto lines = problems(*dtype);
+  auto dtype = loadJobFromText(p2pRingJob(2, "float16"), "bad.sptxt");
+  auto lines = p2pProblems(*dtype);
   REQUIRE(lines.size() == 2);
   CHECK(lines[0] ==
         "bad.sptxt: /programs/1/blocks/0/ops/1: ring 0 send #0 from rank 0 to rank 1: dtype differs: rank 0 sends send_v2 float32[2,3] "
         "(/programs/0/blocks/0/ops/0), rank 1 receives recv_v2 float16[2,3] (/programs/1/blocks/0/ops/1)");
-  std::string wrong_size = ringJob(2);
+  std::string wrong_size = p2pRingJob(2);
   wrong_size.replace(wrong_size.find("var y : float32[2,3]"), 20, "var y : float32[3,3]");
   wrong_size.replace(wrong_size.find("out_shape=[2,3]"), 15, "out_shape=[3,3]");
-  lines = problems(*loadJobFromText(wrong_size, "bad.sptxt"));
+  lines = p2pProblems(*loadJobFromText(wrong_size, "bad.sptxt"));
   REQUIRE(lines.size() == 2);
   CHECK(lines[0].find("ring 0 send #0 from rank 0 to rank 1: size differs (6 vs 9 elements)") != std::string::npos);
 }
 
 TEST_CASE("a send nobody receives is a missing partner, in the verifier and the hang check", "[verify][p2p][hang]") {
-  std::string text = ringJob(2);
+  std::string text = p2pRingJob(2);
   text.replace(text.find("    {Out=[y]} = recv_v2()"), 0, "    rank 0: {} = send_v2(X=[x_$rank]) {ring_id=0, peer=1}\n");
   auto job = loadJobFromText(text, "m.sptxt");
-  auto lines = problems(*job);
+  auto lines = p2pProblems(*job);
   REQUIRE(lines.size() == 1);
   CHECK(lines[0] ==
         "m.sptxt: /programs/0/blocks/0/ops/1: ring 0: rank 0 sends 2 tensor(s) to rank 1, which receives 1 from it; first unmatched: "
@@ -109,9 +110,9 @@ TEST_CASE("a send nobody receives is a missing partner, in the verifier and the 
 }
 
 TEST_CASE("a peer outside the ring or the rank itself is refused", "[verify][p2p]") {
-  std::string text = ringJob(2);
+  std::string text = p2pRingJob(2);
   text.replace(text.find("peer=$rank{0: 1, 1: 0}"), 22, "peer=$rank{0: 0, 1: 5}");
-  auto lines = problems(*loadJobFromText(text, "p.sptxt"));
+  auto lines = p2pProblems(*loadJobFromText(text, "p.sptxt"));
   REQUIRE(lines.size() == 2);
   CHECK(lines[0] == "p.sptxt: /programs/0/blocks/0/ops/0/attrs/peer: peer 0 is rank 0's own position in ring 0: a rank cannot send to itself");
   CHECK(lines[1] == "p.sptxt: /programs/1/blocks/0/ops/0/attrs/peer: peer 5 is not a position in ring 0 (size 2)");
@@ -119,8 +120,8 @@ TEST_CASE("a peer outside the ring or the rank itself is refused", "[verify][p2p
 
 TEST_CASE("blocking sends that wait on each other's receives hang", "[hang][p2p]") {
   // An op between the send and the receive ends their group: each rank blocks in its send.
-  auto job = loadJobFromText(ringJob(2, "float32", "    {Out=[z]} = scale(X=[x_$rank]) {scale=2.0}\n"), "h.sptxt");
-  CHECK(problems(*job).empty());
+  auto job = loadJobFromText(p2pRingJob(2, "float32", "    {Out=[z]} = scale(X=[x_$rank]) {scale=2.0}\n"), "h.sptxt");
+  CHECK(p2pProblems(*job).empty());
   HangReport h = checkHangs(*job);
   REQUIRE(h.errors.size() == 1);
   const std::string& m = h.errors[0].message;
@@ -131,7 +132,7 @@ TEST_CASE("blocking sends that wait on each other's receives hang", "[hang][p2p]
 }
 
 TEST_CASE("the builder writes sends and receives in the program's dialect", "[ops][builder][p2p]") {
-  auto job = loadJobFromText(ringJob(2), "b.sptxt");
+  auto job = loadJobFromText(p2pRingJob(2), "b.sptxt");
   Block& b = *job->programs[0]->blocks[0];
   OpBuilder ob(b);
   Var* x = b.lookup("x_0");
@@ -159,11 +160,27 @@ TEST_CASE("the builder writes sends and receives in the program's dialect", "[op
 }
 
 TEST_CASE("a send or receive costs alpha + bytes / link bandwidth", "[analyze][p2p]") {
-  auto job = loadJobFromText(ringJob(2), "c.sptxt");
+  auto job = loadJobFromText(p2pRingJob(2), "c.sptxt");
   HardwareModel m = *presetModel("h100-nvlink");
   const Op& send = job->programs[0]->blocks[0]->ops.front();
   double want = m.latency_s + m.step_latency_s + 24.0 / m.bus_bw;
   CHECK(opCostSeconds(send, m) == Approx(want));
   StepTimeline t = simulateStep(*job, m);
   CHECK(t.step_s == Approx(want));
+}
+
+TEST_CASE("a legacy ring exchange translates to pd_op.p_send / pd_op.p_recv and back", "[ops][translate][p2p]") {
+  auto job = loadJobFromText(p2pRingJob(2), "t.sptxt");
+  job->programs[0]->blocks[0]->ops.back().attrs.setInt(job->arena, "dtype", 5);
+  translateToPir(*job);
+  const Block& b = *job->programs[0]->blocks[0];
+  REQUIRE(b.ops.size() == 2);
+  CHECK(b.ops.front().type == "pd_op.p_send");
+  CHECK(b.ops.back().type == "pd_op.p_recv");
+  CHECK(b.ops.back().attrs.getString("dtype") == "float32");
+  CHECK(p2pProblems(*job).empty());
+  CHECK(checkHangs(*job).errors.empty());
+  translateToLegacy(*job);
+  CHECK(job->programs[0]->blocks[0]->ops.front().type == "send_v2");
+  CHECK(p2pProblems(*job).empty());
 }
