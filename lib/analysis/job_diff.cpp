@@ -72,14 +72,15 @@ void compareSlots(Changes& out, std::string_view prefix, const std::vector<Slot>
     if (!find(before, a.name)) note(out, std::string(prefix) + "." + std::string(a.name), std::nullopt, argsJson(a));
 }
 
-// Members compared by key, values by their compact text (so 1 and 1.0 differ, as the format keeps them apart).
+// Members compared by key, values as JSON values (so 1 and 1.0 differ, as the format keeps them apart,
+// while -1e+09 and -1000000000.0 are one float spelled two ways).
 void compareObjects(Changes& out, std::string_view prefix, const JsonObject& before, const JsonObject& after) {
   // Unedited loaded objects are compact text: equal text, equal objects, without splitting them.
   if (!before.compactText().empty() && before.compactText() == after.compactText()) return;
   auto path = [&](std::string_view key) { return std::string(prefix) + "." + std::string(key); };
   for (const Member& m : before.items()) {
     const std::string_view* a = after.find(m.key);
-    if (a && *a == m.raw) continue;  // the common case, without building strings
+    if (a && (*a == m.raw || rawSameValue(*a, m.raw))) continue;  // equal text first: no parsing
     note(out, path(m.key), compactJson(m.raw), a ? MaybeText(compactJson(*a)) : std::nullopt);
   }
   for (const Member& m : after.items())

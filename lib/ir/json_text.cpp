@@ -133,4 +133,37 @@ std::optional<std::vector<int64_t>> rawToIntsLenient(std::string_view raw) {
   return std::nullopt;
 }
 
+namespace {
+
+bool sameJsonValue(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number_float() || b.is_number_float())
+    return a.is_number_float() && b.is_number_float() && a.get<double>() == b.get<double>();
+  if (a.is_number() && b.is_number()) return a == b;  // signed and unsigned integers alike
+  if (a.type() != b.type()) return false;
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!sameJsonValue(a[i], b[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      auto other = b.find(it.key());
+      if (other == b.end() || !sameJsonValue(*it, *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+}  // namespace
+
+bool rawSameValue(std::string_view a, std::string_view b) {
+  if (a == b) return true;
+  auto pa = nlohmann::json::parse(a, nullptr, false), pb = nlohmann::json::parse(b, nullptr, false);
+  if (pa.is_discarded() || pb.is_discarded()) return false;
+  return sameJsonValue(pa, pb);
+}
+
 }  // namespace spopt

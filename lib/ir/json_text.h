@@ -26,6 +26,11 @@ std::optional<std::vector<int64_t>> rawToIntsLenient(std::string_view raw);
 std::optional<std::string> rawMember(std::string_view raw_object, std::string_view key);
 
 bool rawIsString(std::string_view raw);
+// Whether two JSON texts hold the same value: numbers of the same kind compare by value, so
+// -1e+09 and -1000000000.0 (two spellings of one float) are the same, while 1 and 1.0 are not (the
+// format keeps integers and floats apart). Object members compare by key. Invalid text compares
+// as text.
+bool rawSameValue(std::string_view a, std::string_view b);
 
 std::string quoteJson(std::string_view text);  // JSON string literal, escaped
 std::string intToRaw(int64_t v);

@@ -140,3 +140,12 @@ TEST_CASE("bytes moved: payload and ring traffic", "[diff][comm]") {
 TEST_CASE("compactJson drops whitespace outside strings only", "[diff]") {
   CHECK(compactJson(R"({ "a" : [1, 2], "s": "x y\" z" })") == R"({"a":[1,2],"s":"x y\" z"})");
 }
+
+TEST_CASE("attribute values compare as JSON values: float spellings agree, integers and floats differ", "[diff]") {
+  auto with = [](const char* attrs) { return makeJob({{kDiffVars, op("scale", "a", "b", attrs)}}); };
+  CHECK(diffJobs(*with(R"({"scale":-1e+09})"), *with(R"({"scale":-1000000000.0})")).same());
+  CHECK(diffJobs(*with(R"({"scale":[0.5,2E0]})"), *with(R"({"scale":[5e-1,2.0]})")).same());
+  CHECK_FALSE(diffJobs(*with(R"({"scale":1})"), *with(R"({"scale":1.0})")).same());
+  CHECK_FALSE(diffJobs(*with(R"({"scale":0.5})"), *with(R"({"scale":0.25})")).same());
+  CHECK_FALSE(diffJobs(*with(R"({"scale":{"a":1}})"), *with(R"({"scale":{"b":1}})")).same());
+}
