@@ -37,12 +37,15 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   cmake --build build-sanitize -j"$JOBS"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
+  # The long sweeps run a short form here (scripts read SPOPT_SHORT_SWEEPS): the sanitizers look
+  # for memory errors on each code path; the first stage has checked every case's numbers.
+  export SPOPT_SHORT_SWEEPS=1
   stage "tests under ASan+UBSan"
   (cd build-sanitize && ctest --output-on-failure -j"$JOBS" -LE '^mpi$')
   # OpenMPI's dlopen'd components leak at exit and cannot be symbolised (so not suppressed by
   # name): tests labelled mpi (they start mpirun) check memory errors with leak detection off.
   (cd build-sanitize && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -L '^mpi$')
-  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS SPOPT_SHORT_SWEEPS
 fi
 
 # One libFuzzer run: its log goes to a file; on a finding, the report and the input (base64, so a

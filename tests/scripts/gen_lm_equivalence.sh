@@ -5,8 +5,12 @@
 # and under --amp bf16 (legacy, current and PIR) to bfloat16's rtol 1e-2;
 # every job validates, and the default rewrite chain (fuse, regather, overlap) replays bitwise
 # like the job it rewrote.
+# With SPOPT_SHORT_SWEEPS=1 (the sanitizer stage of scripts/test.sh), one sharded layout per model,
+# precision and dialect (tp 2, sequence parallel, dp 2): a sanitizer looks for memory errors on
+# each code path, and the full sweep of the first stage has already checked every layout's numbers.
 # usage: gen_lm_equivalence.sh SP_OPT
 set -euo pipefail
+short=${SPOPT_SHORT_SWEEPS:-0}
 sp_opt=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -29,6 +33,7 @@ for model in gpt llama; do
         for dp in 1 2; do
           for dialect in $dialects; do
             [ "$tp" = 1 ] && [ -n "$sp" ] && continue
+            [ "$short" = 1 ] && { [ "$tp" != 2 ] || [ -z "$sp" ] || [ "$dp" != 2 ]; } && continue
             layout="--tp $tp --dp $dp $sp --dialect $dialect"
             # shellcheck disable=SC2086
             "$sp_opt" gen "$model" $layout "${size[@]}" "${prec[@]}" -o "$tmp/dist.json" > /dev/null

@@ -7,11 +7,14 @@
 #  - SIGKILL (cannot be caught), 10 times: the temp is an unnamed O_TMPFILE file, so nothing is
 #    left. Skips where the output folder's filesystem has no O_TMPFILE.
 # Options for the lead: KILL_ROUNDS=N (default 10), KILL_LAYERS=N (job size, default 500 gpt
-# layers, about 50 MB, a 1-2 s rewrite).
+# layers, about 50 MB, a 1-2 s rewrite; 150 layers with SPOPT_SHORT_SWEEPS=1, the sanitizer stage,
+# where a rewrite is ten times slower and the kill points fall just as densely).
 set -u
 SPOPT=$(realpath "$1"); SRC=$2
 ROUNDS=${KILL_ROUNDS:-10}
-LAYERS=${KILL_LAYERS:-500}
+default_layers=500
+[ "${SPOPT_SHORT_SWEEPS:-0}" = 1 ] && default_layers=150
+LAYERS=${KILL_LAYERS:-$default_layers}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 if ! python3 -c "import os,sys; os.close(os.open(sys.argv[1], os.O_TMPFILE | os.O_WRONLY, 0o600))" "$tmp" 2>/dev/null; then
   echo "SKIP kill_rewrite: the filesystem of $tmp has no O_TMPFILE (SIGKILL can leave a named temp there)"; exit 77
