@@ -51,7 +51,7 @@ class RecomputeActivations final : public Pass {
                                 : opts_.policy == "list"          ? markPatternOps(*p, patterns_)
                                                                   : std::vector<char>();
       auto allowed = [&marks](const Op& op) { return marks.empty() || (op.id < marks.size() && marks[op.id]); };
-      RankSegments r = findSegments(*p, allowed, ctx.explaining(), /*merge_dependent=*/opts_.policy != "budget");
+      RankSegments r = findSegments(*p, allowed, ctx.explaining(), opts_.policy == "budget" ? SegmentShape::Budget : SegmentShape::Maximal);
       stats.peak_before.raiseTo(r.peak);
       std::vector<char> chosen = choose(r, ctx);
       report(r, chosen, ctx);
@@ -148,8 +148,9 @@ PassInfo recomputeActivationsPass() {
   info.options = {
       bindOption(&O::policy, "policy",
                  "core-attention: QK^T, scale, softmax, dropout, attention over V in every layer; budget: the fewest extra FLOPs that "
-                 "bring every rank's modelled peak within budget=; list: the forward ops matching ops=",
-                 false, {"core-attention", "budget", "list"}),
+                 "bring every rank's modelled peak within budget=; list: the forward ops matching ops=; all: every saved activation "
+                 "that can be made again (the full-recompute end of the budget's range)",
+                 false, {"core-attention", "budget", "list", "all"}),
       bindOption(&O::budget, "budget", "policy=budget: the peak memory per rank to reach, in bytes"),
       bindOption(&O::ops, "ops", "policy=list: op patterns, chains of op names joined by '>' and separated by ';' (softmax>dropout;gelu)"),
       bindOption(&O::search, "search", "policy=budget: greedy, exact (every subset), or auto (exact up to exact-limit segments per rank, "

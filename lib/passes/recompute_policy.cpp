@@ -147,7 +147,7 @@ std::vector<char> markCoreAttention(const Program& p) {
 }
 
 BudgetChoice chooseGreedy(const RankSegments& r, int64_t budget) {
-  LiveBytesTree tree(r.live_at);
+  LiveBytesTree tree(r.slots);
   std::vector<size_t> order(r.segments.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   auto perFlop = [&](size_t k) { return double(r.segments[k].bytes) / (r.segments[k].flops + 1.0); };
@@ -182,7 +182,7 @@ BudgetChoice chooseGreedy(const RankSegments& r, int64_t budget) {
 
 BudgetChoice chooseExact(const RankSegments& r, int64_t budget) {
   size_t n = r.segments.size();
-  LiveBytesTree tree(r.live_at);
+  LiveBytesTree tree(r.slots);
   std::vector<char> state(n, 0), best;
   double flops = 0, best_flops = 0;
   int64_t best_peak = INT64_MAX;
@@ -205,7 +205,7 @@ BudgetChoice chooseExact(const RankSegments& r, int64_t budget) {
     flops += sign * r.segments[k].flops;
     consider();
   }
-  LiveBytesTree chosen_tree(r.live_at);
+  LiveBytesTree chosen_tree(r.slots);
   for (size_t k = 0; k < n; ++k)
     if (best[k]) applySegmentModel(chosen_tree, r, r.segments[k], +1);
   return finishChoice(r, chosen_tree, std::move(best), budget);

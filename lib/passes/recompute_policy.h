@@ -1,7 +1,8 @@
 #pragma once
 // The policies of recompute-activations: which forward ops a segment may contain
-// (core attention, or the user's op patterns), and, under a memory budget, which segments to
-// recompute (recompute_segments.h has the candidates and their memory model).
+// (core attention, the user's op patterns, or any: `all`, the full recompute), and, under a memory
+// budget, which segments to recompute (recompute_segments.h has the candidates and their memory
+// model).
 //
 // core-attention (Megatron-LM's selective recompute, `recompute_modules=core_attn`): around each
 // forward softmax, the GEMM that makes its scores (both operands activations: QK^T), the pointwise
@@ -17,7 +18,7 @@
 // the budget. Greedy: most bytes per FLOP first, each kept only when it lowers the peak, then the
 // ones no longer needed dropped, latest first: O(n log n + n log ops). Exact: every subset (Gray
 // code order, one segment toggled per step: O(2^n log ops)), for n up to exact-limit. A budget no
-// choice meets gets every segment (the lowest peak the pass can reach).
+// choice meets gets the lowest peak the search finds.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -1,4 +1,5 @@
 // recompute-activations' memory model of one segment and its rewrite (recompute_segments.h).
+#include <algorithm>
 #include <unordered_map>
 
 #include "analysis/memory.h"
@@ -10,12 +11,49 @@
 
 namespace spopt {
 
+std::vector<int64_t> modelSlots(const MemoryProfile& prof, const BlockLiveness& entry) {
+  std::vector<int64_t> slots(2 * prof.live_at.size());
+  for (size_t i = 0; i < prof.live_at.size(); ++i) {
+    int64_t born = 0;
+    for (const Var* v : entry.born_at[i]) born += varBytes(*v);
+    slots[2 * i] = prof.live_at[i] - born;
+    slots[2 * i + 1] = prof.live_at[i];
+  }
+  return slots;
+}
+
+int64_t copyPeakBytes(const std::vector<Op*>& ops, const std::unordered_set<const Var*>& targets) {
+  std::unordered_map<const Var*, size_t> last_read;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    for (const Slot& sl : ops[j]->inputs)
+      for (const Arg& a : sl.args)
+        if (a.var && last_read.count(a.var) && readsBuffer(*ops[j], sl.name)) last_read[a.var] = j;
+    for (const Slot& sl : ops[j]->outputs)
+      for (const Arg& a : sl.args)
+        if (a.var) last_read.emplace(a.var, j);
+  }
+  std::vector<int64_t> freed_after(ops.size(), 0);
+  int64_t live = 0, peak = 0;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    for (const Slot& sl : ops[j]->outputs)
+      for (const Arg& a : sl.args)
+        if (a.var) {
+          live += varBytes(*a.var);
+          if (!targets.count(a.var)) freed_after[last_read.at(a.var)] += varBytes(*a.var);
+        }
+    peak = std::max(peak, live);
+    live -= freed_after[j];
+  }
+  return peak;
+}
+
 void applySegmentModel(LiveBytesTree& tree, const RankSegments& r, const Segment& s, int sign) {
   const std::vector<int32_t>& dies = r.live.entry().dies_after;
-  for (size_t ti : s.targets) tree.add(r.saved[ti].last_fwd_at + 1, s.insert_at - 1, -sign * varBytes(*r.saved[ti].var));
+  const int64_t gap = 2 * s.insert_at;  // where the copies run
+  for (size_t ti : s.targets) tree.add(2 * (r.saved[ti].last_fwd_at + 1), gap, -sign * varBytes(*r.saved[ti].var));
   for (const Var* a : s.anchors)
-    if (a->id < dies.size() && dies[a->id] >= 0 && dies[a->id] < s.insert_at) tree.add(dies[a->id] + 1, s.insert_at, sign * varBytes(*a));
-  tree.add(s.insert_at, s.insert_at, sign * s.temp_bytes);
+    if (a->id < dies.size() && dies[a->id] >= 0 && dies[a->id] < s.insert_at) tree.add(2 * (dies[a->id] + 1), gap, sign * varBytes(*a));
+  tree.add(gap, gap, sign * s.copy_peak);
 }
 
 void rewriteSegment(RankSegments& r, const Segment& s) {

@@ -10,6 +10,7 @@
 #include "ir/op_role.h"
 #include "ops/op_view.h"
 #include "ops/recompute_rule.h"
+#include "passes/recompute_subsets.h"
 #include "passes/regather_match.h"
 
 namespace spopt {
@@ -34,15 +35,15 @@ struct SegmentUnionFind {
 
 class SegmentFinder {
  public:
-  SegmentFinder(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, bool merge_dependent)
-      : p_(p), entry_(*const_cast<Block*>(entryBlockOf(p))), allowed_(allowed), explaining_(explaining), merge_(merge_dependent) {}
+  SegmentFinder(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, SegmentShape shape)
+      : p_(p), entry_(*const_cast<Block*>(entryBlockOf(p))), allowed_(allowed), explaining_(explaining), shape_(shape) {}
 
   RankSegments run() {
     RankSegments r;
     r.program = &p_;
     r.live = computeProgramLiveness(p_);
     MemoryProfile prof = profileMemory(p_, r.live, 0);
-    r.live_at = std::move(prof.live_at);
+    r.slots = modelSlots(prof, r.live.entry());
     r.peak = prof.peak_bytes;
     use_.assign(p_.next_var_id, {});
     for (Op& op : entry_.ops) ops_.push_back(&op);
@@ -124,78 +125,80 @@ class SegmentFinder {
     return w;
   }
 
-  // Candidates that share an op or read each other's vars become one segment.
+  // Finest segments (walks sharing an op), the graph of which reads which, then the segments the
+  // shape asks for.
   void group(RankSegments& r) {
-    std::vector<RecomputeWalk> walks;
     std::unordered_map<const Var*, size_t> target_of;
     for (size_t i = 0; i < r.saved.size(); ++i) {
-      walks.push_back(walk(r.saved[i].var));
-      r.saved[i].refusal = walks.back().refusal;
-      if (walks.back().refusal.empty()) target_of[r.saved[i].var] = i;
+      walks_.push_back(walk(r.saved[i].var));
+      r.saved[i].refusal = walks_.back().refusal;
+      if (walks_.back().refusal.empty()) target_of[r.saved[i].var] = i;
     }
     SegmentUnionFind uf(r.saved.size());
     std::unordered_map<const Op*, size_t> op_owner;
-    for (size_t i = 0; i < r.saved.size(); ++i) {
-      if (!r.saved[i].refusal.empty()) continue;
-      for (Op* op : walks[i].ops)
-        if (auto [it, fresh] = op_owner.emplace(op, i); !fresh) uf.unite(i, it->second);
-      for (Var* a : walks[i].anchors)
-        if (auto it = target_of.find(a); merge_ && it != target_of.end()) uf.unite(i, it->second);
-    }
-    std::unordered_map<size_t, size_t> segment_of_root;
-    for (size_t i = 0; i < r.saved.size(); ++i) {
-      if (!r.saved[i].refusal.empty()) continue;
-      size_t root = uf.find(i);
-      auto found = segment_of_root.emplace(root, r.segments.size());
-      if (found.second) r.segments.emplace_back();
-      r.saved[i].segment = int(found.first->second);
-      r.segments[found.first->second].targets.push_back(i);
-    }
-    for (size_t k = 0; k < r.segments.size(); ++k) finish(r, r.segments[k], walks);
-    // Segments that cannot be placed refused their vars: drop them, indices kept dense.
-    std::vector<Segment> kept_segments;
-    for (Segment& s : r.segments) {
-      if (!r.saved[s.targets.front()].refusal.empty()) continue;
-      for (size_t ti : s.targets) r.saved[ti].segment = int(kept_segments.size());
-      kept_segments.push_back(std::move(s));
-    }
-    r.segments = std::move(kept_segments);
-    for (size_t k = 0; k < r.segments.size(); ++k)
-      for (const Var* a : r.segments[k].anchors)
-        if (auto it = target_of.find(a); it != target_of.end() && r.saved[it->second].segment >= 0) {
-          size_t other = size_t(r.saved[it->second].segment);
-          if (other == k) continue;
-          r.segments[k].conflicts.push_back(other);
-          r.segments[other].conflicts.push_back(k);
-        }
-    // Each such pair is also offered as one segment (the softmax and its dropout: together they
-    // free what neither frees alone), in conflict with both halves and their conflicts.
-    for (size_t k = 0, n = r.segments.size(); k < n; ++k)
-      for (size_t other : std::vector<size_t>(r.segments[k].conflicts)) {
-        if (other < k || other >= n) continue;
-        Segment both;
-        both.targets = r.segments[k].targets;
-        both.targets.insert(both.targets.end(), r.segments[other].targets.begin(), r.segments[other].targets.end());
-        finish(r, both, walks, /*combined=*/true);
-        if (both.ops.empty()) continue;
-        size_t at_index = r.segments.size();
-        both.conflicts = {k, other};
-        for (size_t half : {k, other})
-          for (size_t c : r.segments[half].conflicts)
-            if (c != k && c != other) both.conflicts.push_back(c);
-        for (size_t c : both.conflicts) r.segments[c].conflicts.push_back(at_index);
-        r.segments.push_back(std::move(both));
+    for (size_t i = 0; i < r.saved.size(); ++i)
+      if (r.saved[i].refusal.empty())
+        for (Op* op : walks_[i].ops)
+          if (auto [it, fresh] = op_owner.emplace(op, i); !fresh) uf.unite(i, it->second);
+    std::vector<std::vector<size_t>> fine;
+    std::unordered_map<size_t, size_t> fine_of_root;
+    for (size_t i = 0; i < r.saved.size(); ++i)
+      if (r.saved[i].refusal.empty()) {
+        auto found = fine_of_root.emplace(uf.find(i), fine.size());
+        if (found.second) fine.emplace_back();
+        fine[found.first->second].push_back(i);
       }
+    // Under the budget each finest segment must be placeable on its own; the others drop out.
+    std::vector<Segment> parts;
+    std::vector<size_t> part_of(r.saved.size(), SIZE_MAX);
+    for (std::vector<size_t>& targets : fine) {
+      Segment s;
+      s.targets = std::move(targets);
+      if (shape_ == SegmentShape::Budget && !finish(r, s)) continue;
+      for (size_t ti : s.targets) part_of[ti] = parts.size();
+      parts.push_back(std::move(s));
+    }
+    NodeAdjacency adj(parts.size());
+    for (size_t k = 0; k < parts.size(); ++k)
+      for (size_t ti : parts[k].targets)
+        for (const Var* a : walks_[ti].anchors)
+          if (auto it = target_of.find(a); it != target_of.end() && part_of[it->second] != SIZE_MAX && part_of[it->second] != k) {
+            adj[k].push_back(part_of[it->second]);
+            adj[part_of[it->second]].push_back(k);
+          }
+    std::vector<std::vector<size_t>> members;
+    auto offer = [&](Segment s, std::vector<size_t> of) {
+      for (size_t ti : s.targets)
+        if (r.saved[ti].segment < 0) r.saved[ti].segment = int(r.segments.size());
+      r.segments.push_back(std::move(s));
+      members.push_back(std::move(of));
+    };
+    if (shape_ == SegmentShape::Budget)
+      for (size_t k = 0; k < parts.size(); ++k) offer(parts[k], {k});
+    for (const std::vector<size_t>& comp : connectedComponents(adj)) {
+      std::vector<std::vector<size_t>> subsets = shape_ == SegmentShape::Budget
+                                                     ? connectedSubsets(comp, adj, kSubChainsPerComponent)
+                                                     : std::vector<std::vector<size_t>>{comp};
+      for (std::vector<size_t>& subset : subsets) {
+        if (shape_ == SegmentShape::Budget && subset.size() < 2) continue;  // offered above
+        Segment s;
+        for (size_t k : subset) s.targets.insert(s.targets.end(), parts[k].targets.begin(), parts[k].targets.end());
+        std::sort(s.targets.begin(), s.targets.end());
+        if (finish(r, s, /*combined=*/shape_ == SegmentShape::Budget)) offer(std::move(s), std::move(subset));
+      }
+    }
+    std::vector<std::vector<size_t>> conflicts = subsetConflicts(members, adj);
+    for (size_t k = 0; shape_ == SegmentShape::Budget && k < r.segments.size(); ++k) r.segments[k].conflicts = std::move(conflicts[k]);
   }
 
-  // `combined`: a pair offered as one segment; when it cannot be placed its ops are cleared and
-  // the halves' records are left alone.
-  void finish(RankSegments& r, Segment& s, const std::vector<RecomputeWalk>& walks, bool combined = false) {
+  // Places the segment and fills in what it costs and frees; false when it cannot be placed: a
+  // finest or maximal segment then refuses its vars, a `combined` sub-chain is just not offered.
+  bool finish(RankSegments& r, Segment& s, bool combined = false) {
     std::unordered_set<const Op*> ops;
     std::unordered_set<const Var*> targets, anchors;
     for (size_t ti : s.targets) {
       targets.insert(r.saved[ti].var);
-      for (Op* op : walks[ti].ops)
+      for (Op* op : walks_[ti].ops)
         if (ops.insert(op).second) s.ops.push_back(op);
     }
     std::sort(s.ops.begin(), s.ops.end(), [&](const Op* a, const Op* b) { return entry_.isBefore(a, b); });
@@ -203,18 +206,16 @@ class SegmentFinder {
     for (size_t ti : s.targets) s.insert_at = std::min(s.insert_at, r.saved[ti].first_bwd_at);
     s.insert_before = ops_[size_t(s.insert_at)];
     auto refuseAll = [&](std::string code, std::string reason) {
-      if (combined) return s.ops.clear();
-      for (size_t ti : s.targets) {
-        r.saved[ti].refusal = {code, explaining_ ? reason : std::string()};
-        r.saved[ti].segment = -1;
-      }
+      if (!combined)
+        for (size_t ti : s.targets) r.saved[ti].refusal = {code, explaining_ ? reason : std::string()};
+      return false;
     };
     for (size_t ti : s.targets)
       if (r.saved[ti].last_fwd_at >= s.insert_at)
         return refuseAll("read-after-backward", "a forward op reads what the segment makes after backward has begun");
     size_t first_at = at(s.ops.front());
     for (size_t ti : s.targets)
-      for (Var* a : walks[ti].anchors)
+      for (Var* a : walks_[ti].anchors)
         if (!targets.count(a) && anchors.insert(a).second) s.anchors.push_back(a);
     // A var written once holds one value; one written again between the segment and its copy
     // would hand the copy another value.
@@ -223,28 +224,26 @@ class SegmentFinder {
         if (w->block == &entry_ && at(w) > first_at && int64_t(at(w)) < s.insert_at)
           return refuseAll("input-overwritten", name(a) + " is overwritten by " + std::string(w->type) + " before the recompute");
     for (size_t ti : s.targets) s.bytes += varBytes(*r.saved[ti].var);
-    for (const Op* op : s.ops) {
-      s.flops += opFlops(*op);
-      s.text += (s.text.empty() ? "" : " > ") + std::string(op->type);
-      for (const Slot& sl : op->outputs)
-        for (const Arg& a : sl.args)
-          if (a.var && !targets.count(a.var)) s.temp_bytes += varBytes(*a.var);
-    }
+    for (const Op* op : s.ops) s.flops += opFlops(*op), s.text += (s.text.empty() ? "" : " > ") + std::string(op->type);
+    s.copy_peak = copyPeakBytes(s.ops, targets);
+    return true;
   }
 
   Program& p_;
   Block& entry_;
   const std::function<bool(const Op&)>& allowed_;
-  bool explaining_, merge_;
+  bool explaining_;
+  SegmentShape shape_;
   std::vector<RecomputeVarUse> use_;
+  std::vector<RecomputeWalk> walks_;  // [saved var]
   std::vector<Op*> ops_;
 };
 
 }  // namespace
 
-RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, bool merge_dependent) {
+RankSegments findSegments(Program& p, const std::function<bool(const Op&)>& allowed, bool explaining, SegmentShape shape) {
   if (!entryBlockOf(p)) return {};
-  return SegmentFinder(p, allowed, explaining, merge_dependent).run();
+  return SegmentFinder(p, allowed, explaining, shape).run();
 }
 
 }  // namespace spopt
