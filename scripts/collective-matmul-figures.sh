@@ -7,7 +7,8 @@
 #     forward's comm before), total exposed comm as a share of the step, step time, peak memory;
 #  2. a site the pass declines (h 1024, s 512, t 2) with its --explain lines (rank 0);
 #  3. check, local and mpi (when mpirun is there), gen gpt and gen llama, tp 2/4/8, legacy and
-#     PIR: the all-gather form alone with --rtol 0 --atol 0, both forms with check's tolerance;
+#     PIR: the all-gather form alone with --rtol 0 --atol 0 (seq 512 x batch 4: every chunk whole
+#     256-row blocks of replay's GEMM, runtime/kernels/blas.h), both forms with check's tolerance;
 #  4. replay --link LINK (local) before -> after, median of REPS, beside analyze --preset host
 #     with the same link (--bus-bw, --latency) for both.
 # usage: scripts/collective-matmul-figures.sh [SP_OPT]   Env: PRESET LINK=0.05,100 REPS=3 SKIP_REPLAY=1 SKIP_MPI=1
@@ -26,6 +27,7 @@ if [ -z "${ONLY_REPLAY:-}" ]; then
 echo "## 1. analyze --preset $PRESET, gen gpt --dtype bfloat16 --seq 2048 --batch 1 --tp 8 --sequence-parallel"
 echo "before: --passes=$before; after: --passes=$after"
 echo
+echo "(fwd comm: the forward's communication before the pass; the ring's sends and receives count twice in analyze's comm time)"
 echo "| h | layers | fwd comm | fwd exposed before -> after (share of fwd comm) | exposed / step before -> after | step before -> after | peak before -> after |"
 echo "|---:|---:|---:|---|---|---|---|"
 for shape in "12288 96" "4096 32"; do
@@ -75,7 +77,7 @@ for model in gpt llama; do
   for dialect in legacy pir; do
     for tp in 2 4 8; do
       j=$dir/c_${model}_${dialect}_$tp
-      "$sp" gen "$model" --dialect "$dialect" --tp "$tp" --layers 2 --hidden 64 --heads 8 --seq 16 --batch 2 --sequence-parallel -o "$j.json" > /dev/null
+      "$sp" gen "$model" --dialect "$dialect" --tp "$tp" --layers 2 --hidden 64 --heads 8 --seq 512 --batch 4 --sequence-parallel -o "$j.json" > /dev/null
       "$sp" rewrite "$j.json" "$j.before.json" 2> /dev/null
       "$sp" rewrite "$j.json" "$j.ag.json" --passes="fuse-allreduce-split,regather-activations,decompose-collective-matmul{mode=always,phases=all,forms=all-gather},overlap-collectives" 2> /dev/null
       "$sp" rewrite "$j.json" "$j.after.json" --passes="fuse-allreduce-split,regather-activations,decompose-collective-matmul{mode=always,phases=all},overlap-collectives" 2> /dev/null

@@ -79,15 +79,16 @@ CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m
   e.fixed_s = model.latency_s + model.step_latency_s;
   e.chunk_comm_s = e.fixed_s + bytesOf(m.shard) / model.bus_bw;
   e.fixed_s += double(m.matmuls.size()) * model.op_overhead_s;
+  // The reduce-scatter form's accumulator add: both operands read and the sum written once.
+  const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / model.mem_bw;
   if (m.form == CollectiveMatmulForm::AllGather) {
     e.decomposed_s = gatherPipeline(m.ranks, gemms, e.chunk_comm_s) + extras;
   } else {
-    // The accumulator's add: both operands read and the sum written once.
-    double add = model.op_overhead_s + 3 * bytesOf(m.shard) / model.mem_bw;
-    e.decomposed_s = scatterPipeline(m.ranks, e.chunk_gemm_s, add, e.chunk_comm_s) + extras;
+    e.decomposed_s = scatterPipeline(m.ranks, e.chunk_gemm_s, add_s, e.chunk_comm_s) + extras;
   }
-  // What stays exposed: past the GEMMs the site had anyway.
-  e.exposed_s = std::max(0.0, e.decomposed_s - e.whole_gemm_s);
+  // What the compute stream waits for the ring: the pipeline less its own work.
+  double work = t * e.chunk_gemm_s + (m.form == CollectiveMatmulForm::ReduceScatter ? (t - 1) * add_s : 0);
+  e.exposed_s = std::max(0.0, e.decomposed_s - extras - work);
   return e;
 }
 
@@ -104,8 +105,8 @@ Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool expl
 
 std::string collectiveMatmulExposure(const CollectiveMatmulEstimate& e) {
   return "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole (GEMMs " + us(e.whole_gemm_s) + "); step GEMMs " +
-         us(e.chunk_gemm_s) + ", step transfer " + us(e.chunk_comm_s) + ", " + std::to_string(e.steps) + " steps: " + us(e.exposed_s) +
-         " stays exposed";
+         us(e.chunk_gemm_s) + ", step transfer " + us(e.chunk_comm_s) + ", " + std::to_string(e.steps) + " steps: the compute stream waits " +
+         us(e.exposed_s) + " for transfers";
 }
 
 }  // namespace spopt

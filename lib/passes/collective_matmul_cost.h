@@ -30,7 +30,7 @@ struct CollectiveMatmulEstimate {
   double chunk_gemm_s = 0;  // one chunk's GEMMs (all of the site's matmuls)
   double chunk_comm_s = 0;  // one chunk's transfer
   double fixed_s = 0;       // of chunk_gemm_s + chunk_comm_s: latency and op overheads
-  double exposed_s = 0;     // decomposed_s past whole_gemm_s: communication the ring leaves exposed
+  double exposed_s = 0;     // of decomposed_s: the compute stream waiting for transfers (exposed comm)
   int64_t steps = 0;        // neighbour exchanges: t - 1
 };
 
