@@ -12,7 +12,7 @@
 #  4. replay --link LINK (local) before -> after, median of REPS, beside analyze --preset host
 #     with the same link (--bus-bw, --latency) for both.
 # usage: scripts/collective-matmul-figures.sh [SP_OPT]   Env: PRESET LINK=0.05,100 REPS=3 SKIP_REPLAY=1 SKIP_MPI=1
-#        ONLY_REPLAY=1 (section 4 alone)
+#        ONLY_REPLAY=1 (section 4 alone) SKIP_ANALYZE=1 (no section 1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sp=${1:-$root/build/sp-opt}
@@ -24,6 +24,7 @@ before=fuse-allreduce-split,regather-activations,overlap-collectives
 after=fuse-allreduce-split,regather-activations,decompose-collective-matmul,overlap-collectives
 
 if [ -z "${ONLY_REPLAY:-}" ]; then
+if [ -z "${SKIP_ANALYZE:-}" ]; then
 echo "## 1. analyze --preset $PRESET, gen gpt --dtype bfloat16 --seq 2048 --batch 1 --tp 8 --sequence-parallel"
 echo "before: --passes=$before; after: --passes=$after"
 echo
@@ -59,6 +60,7 @@ PY
   done
 done
 
+fi
 echo
 echo "## 2. declined: gen gpt --dtype bfloat16 --hidden 1024 --heads 16 --seq 512 --batch 1 --tp 2 --layers 2 --sequence-parallel"
 j=$dir/small
@@ -66,7 +68,7 @@ j=$dir/small
 # the pass's own block of --stats (up to the next pass's line), then its explain lines of rank 0
 "$sp" rewrite "$j.json" "$j.after.json" --passes="$after" --explain --stats 2>&1 |
   awk '/^  decompose-collective-matmul/ { on = 1; print; next } /^  [a-z]/ { on = 0 } on && /^    / { print }
-       /^decompose-collective-matmul: rank 0 / { print }' | head -16
+       /^decompose-collective-matmul: rank 0 / { print }' | sed -n 1,16p
 
 echo
 echo "## 3. check (before: the default chain; after: + decompose-collective-matmul{mode=always})"
