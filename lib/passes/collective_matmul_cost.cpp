@@ -99,13 +99,13 @@ Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool expl
   if (explaining)
     r.reason = "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole: a step's GEMMs take " + us(e.chunk_gemm_s) +
                " and its transfer " + us(e.chunk_comm_s) + " (" + us(e.fixed_s) + " of them fixed: latency, op overheads), " +
-               std::to_string(e.steps) + " steps";
+               std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps");
   return r;
 }
 
 std::string collectiveMatmulExposure(const CollectiveMatmulEstimate& e) {
   return "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole (GEMMs " + us(e.whole_gemm_s) + "); step GEMMs " +
-         us(e.chunk_gemm_s) + ", step transfer " + us(e.chunk_comm_s) + ", " + std::to_string(e.steps) + " steps: the compute stream waits " +
+         us(e.chunk_gemm_s) + ", step transfer " + us(e.chunk_comm_s) + ", " + std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps") + ": the compute stream waits " +
          us(e.exposed_s) + " for transfers";
 }
 

@@ -56,15 +56,19 @@ struct GemmSplit {
 };
 GemmSplit gemmSplit(int64_t m, int64_t n, int64_t k);
 
-// C = op(A) op(B) + beta C, row-major (ta / tb: A / B transposed), piece by piece (gemmSplit).
-// Under a CPU budget the pieces share out over gemmWidth() threads, OpenBLAS single-threaded;
-// without one (unit tests, SPOPT_CPU_BUDGET=off) they run in turn at OpenBLAS's own thread count.
+// C = op(A) op(B) + beta C, row-major (ta / tb: A / B transposed). Under a CPU budget (every
+// replay) piece by piece (gemmSplit), the pieces shared out over gemmWidth() threads, OpenBLAS
+// single-threaded; without one (SPOPT_CPU_BUDGET=off, unit tests that configure none) one call of
+// OpenBLAS at its own thread count: its threads hand off and spin per call, so 256-row pieces
+// there cost 2x (scripts/bench-replay.sh, budget off), and its numbers depend on its thread
+// count anyway.
 template <typename T>
 void blasGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
               T* c, int64_t ldc) {
-  const GemmSplit s = gemmSplit(m, n, k);
+  const int width = gemmWidth();
+  const GemmSplit s = width > 0 ? gemmSplit(m, n, k) : GemmSplit{};
   if (s.pieces() <= 1) return blasGemmCall(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-  parallelFor(s.pieces(), s.parallel ? std::max(1, gemmWidth()) : 1, [&](int64_t i) {
+  parallelFor(s.pieces(), s.parallel ? width : 1, [&](int64_t i) {
     const int64_t row = i / s.col_pieces * kGemmRowBlock, col = i % s.col_pieces * s.col_step;
     const int64_t rows = std::min(kGemmRowBlock, m - row), cols = std::min(s.col_step, n - col);
     const T* ai = ta ? a + row : a + row * lda;  // rows row.. of op(A)
