@@ -7,11 +7,12 @@
 #     forward's comm before), total exposed comm as a share of the step, step time, peak memory;
 #  2. a site the pass declines (h 1024, s 512, t 2) with its --explain lines (rank 0);
 #  3. check, local and mpi (when mpirun is there), gen gpt and gen llama, tp 2/4/8, legacy and
-#     PIR: the all-gather form alone with --rtol 0 --atol 0, both forms with check's tolerance;
+#     PIR: the all-gather form alone with --rtol 0 --atol 0 (seq 512 x batch 4: every chunk whole
+#     256-row blocks of replay's GEMM, runtime/kernels/blas.h), both forms with check's tolerance;
 #  4. replay --link LINK (local) before -> after, median of REPS, beside analyze --preset host
 #     with the same link (--bus-bw, --latency) for both.
 # usage: scripts/collective-matmul-figures.sh [SP_OPT]   Env: PRESET LINK=0.05,100 REPS=3 SKIP_REPLAY=1 SKIP_MPI=1
-#        ONLY_REPLAY=1 (section 4 alone)
+#        ONLY_REPLAY=1 (section 4 alone) SKIP_ANALYZE=1 (no section 1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sp=${1:-$root/build/sp-opt}
@@ -23,9 +24,11 @@ before=fuse-allreduce-split,regather-activations,overlap-collectives
 after=fuse-allreduce-split,regather-activations,decompose-collective-matmul,overlap-collectives
 
 if [ -z "${ONLY_REPLAY:-}" ]; then
+if [ -z "${SKIP_ANALYZE:-}" ]; then
 echo "## 1. analyze --preset $PRESET, gen gpt --dtype bfloat16 --seq 2048 --batch 1 --tp 8 --sequence-parallel"
 echo "before: --passes=$before; after: --passes=$after"
 echo
+echo "(fwd comm: the forward's communication before the pass; the ring's sends and receives count twice in analyze's comm time)"
 echo "| h | layers | fwd comm | fwd exposed before -> after (share of fwd comm) | exposed / step before -> after | step before -> after | peak before -> after |"
 echo "|---:|---:|---:|---|---|---|---|"
 for shape in "12288 96" "4096 32"; do
@@ -57,6 +60,7 @@ PY
   done
 done
 
+fi
 echo
 echo "## 2. declined: gen gpt --dtype bfloat16 --hidden 1024 --heads 16 --seq 512 --batch 1 --tp 2 --layers 2 --sequence-parallel"
 j=$dir/small
@@ -64,7 +68,7 @@ j=$dir/small
 # the pass's own block of --stats (up to the next pass's line), then its explain lines of rank 0
 "$sp" rewrite "$j.json" "$j.after.json" --passes="$after" --explain --stats 2>&1 |
   awk '/^  decompose-collective-matmul/ { on = 1; print; next } /^  [a-z]/ { on = 0 } on && /^    / { print }
-       /^decompose-collective-matmul: rank 0 / { print }' | head -16
+       /^decompose-collective-matmul: rank 0 / { print }' | sed -n 1,16p
 
 echo
 echo "## 3. check (before: the default chain; after: + decompose-collective-matmul{mode=always})"
@@ -75,7 +79,7 @@ for model in gpt llama; do
   for dialect in legacy pir; do
     for tp in 2 4 8; do
       j=$dir/c_${model}_${dialect}_$tp
-      "$sp" gen "$model" --dialect "$dialect" --tp "$tp" --layers 2 --hidden 64 --heads 8 --seq 16 --batch 2 --sequence-parallel -o "$j.json" > /dev/null
+      "$sp" gen "$model" --dialect "$dialect" --tp "$tp" --layers 2 --hidden 64 --heads 8 --seq 512 --batch 4 --sequence-parallel -o "$j.json" > /dev/null
       "$sp" rewrite "$j.json" "$j.before.json" 2> /dev/null
       "$sp" rewrite "$j.json" "$j.ag.json" --passes="fuse-allreduce-split,regather-activations,decompose-collective-matmul{mode=always,phases=all,forms=all-gather},overlap-collectives" 2> /dev/null
       "$sp" rewrite "$j.json" "$j.after.json" --passes="fuse-allreduce-split,regather-activations,decompose-collective-matmul{mode=always,phases=all},overlap-collectives" 2> /dev/null

@@ -22,21 +22,26 @@ std::string us(double s) {
   return b;
 }
 
-// All-gather form, rank at ring position p: its own chunk's GEMM first, then chunk j once its
-// broadcast (the j-th, in ring order on every member) has arrived.
-double gatherPipeline(int64_t t, int64_t p, double gemm, double comm) {
-  double end = gemm;
-  for (int64_t j = 0; j < t; ++j)
-    if (j != p) end = std::max(end, double(j + 1) * comm) + gemm;
+// All-gather form: exchange k (the chunk received by exchange k-1 sent on, the next one
+// received) ends at (k + 1) x transfer, the comm stream running them in turn; each matmul's
+// chunk GEMMs run in step order, step k's once exchange k-1 has landed. `gemms`: one chunk GEMM
+// per matmul of the site, in program order.
+double gatherPipeline(int64_t t, const std::vector<double>& gemms, double comm) {
+  double end = 0;
+  for (double g : gemms)
+    for (int64_t k = 0; k < t; ++k) end = std::max(end, double(k) * comm) + g;
   return end;
 }
 
-// Reduce-scatter form: the partial product of chunk j, then its reduce to rank j while the next
-// partial is computed; the reduces run one after the other.
-double scatterPipeline(int64_t t, double gemm, double comm) {
-  double reduced = 0;
-  for (int64_t j = 0; j < t; ++j) reduced = std::max(reduced, double(j + 1) * gemm) + comm;
-  return reduced;
+// Reduce-scatter form: the compute stream runs partial product k, then adds the accumulator of
+// exchange k-1 (waiting for it) and exchange k sends the sum on; partial k+1 runs while it travels.
+double scatterPipeline(int64_t t, double gemm, double add, double comm) {
+  double compute = gemm, sent = compute + comm;
+  for (int64_t k = 1; k < t; ++k) {
+    compute = std::max(compute + gemm, sent) + add;
+    if (k + 1 < t) sent = compute + comm;
+  }
+  return compute;
 }
 
 // One GEMM of a site's matmul on `rows` of its row operand (the weight read whole each time), as
@@ -56,28 +61,34 @@ double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double part
 CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model) {
   CollectiveMatmulEstimate e;
   const double t = double(m.ranks);
-  double gemm = 0, extras = 0;
+  double extras = 0;
+  std::vector<double> gemms;
   for (const SiteMatmul& mm : m.matmuls) {
-    e.whole_s += gemmSeconds(mm, model, 1);
-    gemm += gemmSeconds(mm, model, t);
+    e.whole_gemm_s += gemmSeconds(mm, model, 1);
+    gemms.push_back(gemmSeconds(mm, model, t));
+    e.chunk_gemm_s += gemms.back();
     const Var* out = OpView(*mm.op).out(mm.grad ? "X@GRAD" : "Out");
     if (m.form == CollectiveMatmulForm::AllGather) extras += copySeconds(bytesOf(out), model);
   }
   if (m.form == CollectiveMatmulForm::AllGather && m.whole_read_elsewhere) extras += copySeconds(bytesOf(m.whole), model);
   if (m.form == CollectiveMatmulForm::ReduceScatter)
     extras += copySeconds(bytesOf(OpView(*m.matmuls.front().op).in(m.matmuls.front().grad ? "Out@GRAD" : "X")), model);
-  e.whole_s += opCostSeconds(*m.collective, model);
-  // A rooted transfer of one chunk: the ring's t-1 steps, the chunk's bytes on each link.
-  double comm = model.latency_s + (t - 1) * model.step_latency_s + bytesOf(m.shard) / model.bus_bw;
-  e.chunk_gemm_s = gemm;
-  e.chunk_comm_s = comm;
-  e.fixed_s = model.latency_s + (t - 1) * model.step_latency_s + double(m.matmuls.size()) * model.op_overhead_s;
-  double pipeline = 0;
-  if (m.form == CollectiveMatmulForm::AllGather)
-    for (int64_t p = 0; p < m.ranks; ++p) pipeline = std::max(pipeline, gatherPipeline(m.ranks, p, gemm, comm));
-  else
-    pipeline = scatterPipeline(m.ranks, gemm, comm);
-  e.decomposed_s = pipeline + extras;
+  e.whole_s = e.whole_gemm_s + opCostSeconds(*m.collective, model);
+  e.steps = m.ranks - 1;
+  // One ring step: a chunk to the neighbour over one link, as analyze costs a send (p2pSeconds).
+  e.fixed_s = model.latency_s + model.step_latency_s;
+  e.chunk_comm_s = e.fixed_s + bytesOf(m.shard) / model.bus_bw;
+  e.fixed_s += double(m.matmuls.size()) * model.op_overhead_s;
+  // The reduce-scatter form's accumulator add: both operands read and the sum written once.
+  const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / model.mem_bw;
+  if (m.form == CollectiveMatmulForm::AllGather) {
+    e.decomposed_s = gatherPipeline(m.ranks, gemms, e.chunk_comm_s) + extras;
+  } else {
+    e.decomposed_s = scatterPipeline(m.ranks, e.chunk_gemm_s, add_s, e.chunk_comm_s) + extras;
+  }
+  // What the compute stream waits for the ring: the pipeline less its own work.
+  double work = t * e.chunk_gemm_s + (m.form == CollectiveMatmulForm::ReduceScatter ? (t - 1) * add_s : 0);
+  e.exposed_s = std::max(0.0, e.decomposed_s - extras - work);
   return e;
 }
 
@@ -86,10 +97,16 @@ Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool expl
   bool latency = e.fixed_s * 2 >= e.chunk_gemm_s + e.chunk_comm_s;
   Refusal r{latency ? "latency-bound" : "no-gain", ""};
   if (explaining)
-    r.reason = "decomposed " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole: a chunk's GEMMs take " +
-               us(e.chunk_gemm_s) + " and its transfer " + us(e.chunk_comm_s) + ", " + us(e.fixed_s) +
-               " of them fixed costs (latency, op overheads)";
+    r.reason = "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole: a step's GEMMs take " + us(e.chunk_gemm_s) +
+               " and its transfer " + us(e.chunk_comm_s) + " (" + us(e.fixed_s) + " of them fixed: latency, op overheads), " +
+               std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps");
   return r;
+}
+
+std::string collectiveMatmulExposure(const CollectiveMatmulEstimate& e) {
+  return "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole (GEMMs " + us(e.whole_gemm_s) + "); step GEMMs " +
+         us(e.chunk_gemm_s) + ", step transfer " + us(e.chunk_comm_s) + ", " + std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps") + ": the compute stream waits " +
+         us(e.exposed_s) + " for transfers";
 }
 
 }  // namespace spopt

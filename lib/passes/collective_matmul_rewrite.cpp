@@ -1,4 +1,5 @@
-// The rewrite of decompose-collective-matmul (collective_matmul_match.h).
+// The rewrite of decompose-collective-matmul (collective_matmul_match.h): rings of send/recv.
+#include <algorithm>
 #include <string>
 
 #include "ops/op_builder.h"
@@ -33,56 +34,100 @@ Var* rowBlockProduct(OpBuilder& b, Op& mm, Var* x, int64_t parts, Op& before, co
   return block;
 }
 
-// A transfer of chunk j (a broadcast from, or a reduce onto, ring position j) on the comm stream.
-Op* transfer(OpBuilder& b, const CollectiveMatmulMatch& m, CollectiveKind kind, int64_t j, Var* in, Var* out, Op& before,
-             const std::string& comm_stream) {
-  NewOp n = b.collective({kind, m.coll.ring_id, m.ranks, ReduceOp::Sum, j}, in, out);
-  n.copyAttrs(*m.collective, {"use_calc_stream", "op_role", "op_namescope"});
-  if (m.collective->hasDistAttr()) n.copyDistAttr(m.collective->dist_attr);
-  n.stream(comm_stream);
-  return n.insertBefore(before);
+struct RingSite {
+  const CollectiveMatmulMatch& m;
+  int64_t p;  // this rank's ring position
+  const std::string& stream;
+  int64_t at(int64_t k) const { return ((p + k) % m.ranks + m.ranks) % m.ranks; }
+};
+
+// One ring step's exchange on the comm stream: `out` sent to ring position `to` while `in` is
+// received from `from`, adjacent so that they form one group (analysis/p2p.h): every member sends
+// before it receives, and ungrouped that would wait forever.
+void exchange(OpBuilder& b, const RingSite& r, Var* out, int64_t to, Var* in, int64_t from, Op& before) {
+  for (int pass = 0; pass < 2; ++pass) {
+    NewOp n = pass == 0 ? b.send({r.m.coll.ring_id, to}, out) : b.recv({r.m.coll.ring_id, from}, in);
+    n.copyAttrs(*r.m.collective, {"op_role", "op_namescope"});
+    if (r.m.collective->hasDistAttr()) n.copyDistAttr(r.m.collective->dist_attr);
+    n.stream(r.stream);
+    n.insertBefore(before);
+  }
 }
 
-void rewriteAllGather(const CollectiveMatmulMatch& m, int64_t p, const std::string& comm_stream) {
+// All-gather form. Step k multiplies chunk (p - k) — its own shard at step 0 — while that chunk
+// goes on to the next member and chunk (p - k - 1) arrives from the previous one; the last step
+// only multiplies. Step k's exchange goes right before step k's GEMMs of the first matmul (an op
+// between two exchanges keeps them two groups: a group's send may not read its own receive); the
+// other matmuls' chunk GEMMs go where they were, in step order. Each matmul's row blocks are
+// concatenated in chunk order: the whole GEMM's rows.
+void rewriteAllGather(const RingSite& r) {
+  const CollectiveMatmulMatch& m = r.m;
   Op& ag = *m.collective;
   OpBuilder b(*ag.block);
-  std::vector<Var*> chunks;
-  for (int64_t j = 0; j < m.ranks; ++j) {
-    Var* chunk = j == p ? m.shard : b.freshVar(std::string(m.whole->name) + ".chunk" + std::to_string(j), m.shard->shape, m.shard->dtype, m.shard);
-    // The owner broadcasts its shard into a scratch copy; its own GEMM reads the shard itself.
-    Var* out = j == p ? b.freshVar(std::string(m.whole->name) + ".sent", m.shard->shape, m.shard->dtype, m.shard) : chunk;
-    transfer(b, m, CollectiveKind::Broadcast, j, m.shard, out, ag, comm_stream);
-    chunks.push_back(chunk);
-  }
-  for (const SiteMatmul& site : m.matmuls) {
-    Op* mm = plainMatmul(site);
+  std::vector<Var*> chunks(size_t(m.ranks), nullptr);
+  chunks[size_t(r.p)] = m.shard;
+  std::vector<Op*> mms;
+  for (const SiteMatmul& site : m.matmuls) mms.push_back(plainMatmul(site));
+  std::stable_sort(mms.begin(), mms.end(), [&](Op* x, Op* y) { return ag.block->isBefore(x, y); });
+  for (Op* mm : mms) {
     std::vector<Var*> blocks(size_t(m.ranks), nullptr);
-    // Its own chunk first (no wait), then the others in the order their broadcasts arrive.
-    blocks[size_t(p)] = rowBlockProduct(b, *mm, chunks[size_t(p)], m.ranks, *mm, ".rows" + std::to_string(p));
-    for (int64_t j = 0; j < m.ranks; ++j)
-      if (j != p) blocks[size_t(j)] = rowBlockProduct(b, *mm, chunks[size_t(j)], m.ranks, *mm, ".rows" + std::to_string(j));
+    for (int64_t k = 0; k < m.ranks; ++k) {
+      int64_t c = r.at(-k);
+      if (mm == mms.front() && k + 1 < m.ranks) {
+        int64_t next = r.at(-k - 1);
+        chunks[size_t(next)] = b.freshVar(std::string(m.whole->name) + ".chunk" + std::to_string(next), m.shard->shape,
+                                          m.shard->dtype, m.shard);
+        exchange(b, r, chunks[size_t(c)], r.at(1), chunks[size_t(next)], r.at(-1), *mm);
+      }
+      blocks[size_t(c)] = rowBlockProduct(b, *mm, chunks[size_t(c)], m.ranks, *mm, ".rows" + std::to_string(c));
+    }
     concatRows(b, blocks, OpView(*mm).out("Out"), *mm, *mm);
     b.block().eraseOp(mm);
   }
   if (!m.whole->readers.empty()) {  // another op reads G: rebuilt from the chunks before the first of them
-    Op* first = nullptr;
-    for (Op* r : m.whole->readers)
-      if (r->block == ag.block && (!first || ag.block->isBefore(r, first))) first = r;
-    concatRows(b, chunks, m.whole, *first, ag);
+    Op* reader = nullptr;
+    for (Op* o : m.whole->readers)
+      if (o->block == ag.block && (!reader || ag.block->isBefore(o, reader))) reader = o;
+    concatRows(b, chunks, m.whole, *reader, ag);
   }
   b.block().eraseOp(&ag);
 }
 
-void rewriteReduceScatter(const CollectiveMatmulMatch& m, int64_t p, const std::string& comm_stream) {
+// acc = a + b, before `before`.
+void add(OpBuilder& b, Var* x, Var* y, Var* out, const Op& like, Op& before) {
+  NewOp n = b.create(opDef("add"));
+  n.input("X", {x}).input("Y", {y}).output("Out", {out});
+  if (b.dialect() != Dialect::Pir) n.attrInt("axis", -1);
+  n.copyAttrs(like, {"op_role", "op_namescope"});
+  n.insertBefore(before);
+}
+
+// Reduce-scatter form. Step k computes the partial product of chunk (p + k + 1), adds the
+// accumulator received from the next member (who summed that chunk one step earlier) and sends
+// the sum to the previous one; at the last step the chunk is this rank's own and the sum is O.
+// Each chunk's sum is taken in ring order starting after its owner: another order than the
+// reduce-scatter's, so equal within check's tolerance, not bitwise.
+void rewriteReduceScatter(const RingSite& r) {
+  const CollectiveMatmulMatch& m = r.m;
   Op& rs = *m.collective;
   Op* mm = plainMatmul(m.matmuls.front());
   OpBuilder b(*mm->block);
   std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks, *mm, *mm);
-  for (int64_t j = 0; j < m.ranks; ++j) {  // destinations in ring order, the same on every member
-    Var* part = rowBlockProduct(b, *mm, rows[size_t(j)], m.ranks, *mm, ".part" + std::to_string(j));
-    // The reduce writes the sum on its root only; elsewhere its output is scratch.
-    Var* out = j == p ? m.shard : b.freshVar(std::string(m.whole->name) + ".sum" + std::to_string(j), m.shard->shape, m.shard->dtype, m.shard);
-    transfer(b, m, CollectiveKind::Reduce, j, part, out, *mm, comm_stream);
+  Var* received = nullptr;
+  for (int64_t k = 0; k < m.ranks; ++k) {
+    int64_t c = r.at(k + 1);
+    const std::string tag = std::to_string(c);
+    Var* part = rowBlockProduct(b, *mm, rows[size_t(c)], m.ranks, *mm, ".part" + tag);
+    bool last = k + 1 == m.ranks;
+    Var* acc = part;
+    if (received) {
+      acc = last ? m.shard : b.freshVar(std::string(m.whole->name) + ".acc" + tag, m.shard->shape, m.shard->dtype, m.shard);
+      add(b, part, received, acc, *mm, *mm);
+    }
+    if (last) break;
+    received = b.freshVar(std::string(m.whole->name) + ".recv" + std::to_string(r.at(k + 2)), m.shard->shape, m.shard->dtype,
+                          m.shard);
+    exchange(b, r, acc, r.at(-1), received, r.at(1), *mm);
   }
   b.block().eraseOp(&rs);
   b.block().eraseOp(mm);
@@ -92,8 +137,9 @@ void rewriteReduceScatter(const CollectiveMatmulMatch& m, int64_t p, const std::
 }  // namespace
 
 void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream) {
-  if (m.form == CollectiveMatmulForm::AllGather) rewriteAllGather(m, position, comm_stream);
-  else rewriteReduceScatter(m, position, comm_stream);
+  RingSite r{m, position, comm_stream};
+  if (m.form == CollectiveMatmulForm::AllGather) rewriteAllGather(r);
+  else rewriteReduceScatter(r);
 }
 
 }  // namespace spopt

@@ -16,8 +16,8 @@
 //     memory-cap (the overlap pass's cap), else "memory-cap".
 // phases=forward (the default) leaves backward sites to overlap-collectives, which already hides
 // them behind the dW GEMMs (decomposing them measured slower: docs/passes.md). The chunks travel
-// as rooted collectives (a broadcast from, a reduce onto, their owner) until replay runs the
-// point-to-point ops a ring of send/recv needs.
+// as a ring of neighbour exchanges (send/recv pairs, one group a step) on the ring's comm stream,
+// in the same order on every member (collective_matmul_rewrite.cpp).
 #include <algorithm>
 #include <cstdio>
 
@@ -25,6 +25,7 @@
 #include "analysis/ring_order.h"
 #include "passes/builtin_passes.h"
 #include "passes/collective_matmul_cost.h"
+#include "ops/op_builder.h"
 #include "passes/collective_rewrite_driver.h"
 #include "passes/overlap_support.h"
 #include "passes/machine_option.h"
@@ -86,6 +87,10 @@ class DecomposeCollectiveMatmul final : public Pass {
       return {};
     };
     table.decide(rings, decide);
+    if (ctx.explaining())  // what the ring leaves exposed, on each site it takes
+      for (size_t i = 0; i < table.size(); ++i)
+        if (table.state(i).change && table.state(i).note.empty())
+          table.state(i).note = {"ring", collectiveMatmulExposure(estimateCollectiveMatmul(table.match(i), model))};
     table.report(ctx);
     int64_t gathers = 0, scatters = 0;
     for (size_t i = 0; i < table.size(); ++i)
@@ -129,7 +134,6 @@ class DecomposeCollectiveMatmul final : public Pass {
             for (const SiteMatmul& mm : r.match->matmuls) gathered_matmuls.push_back(mm.op);
           found.emplace_back(&op, std::move(r));
         }
-      const OpDef& reduce = collectiveDef(CollectiveKind::Reduce);
       for (auto& [op, r] : found) {
         Op& collective = *op;
         CollectiveMatmulResult& res = r;
@@ -142,8 +146,8 @@ class DecomposeCollectiveMatmul final : public Pass {
           const Op* mm = res.match->matmuls.front().op;
           if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), mm) != gathered_matmuls.end())
             res = {true, std::nullopt, {"shared-matmul", "its matmul is also fed by an all-gather this pass decomposes"}};
-          else if (!reduce.spelling(p->dialect))
-            res = {true, std::nullopt, {"no-spelling", "the program's dialect has no reduce op to sum a chunk onto its owner"}};
+          else if (!p2pDef(P2PKind::Send).spelling(p->dialect))
+            res = {true, std::nullopt, {"no-spelling", "the program's dialect has no send op to pass a partial sum on"}};
         }
         table.add(collective, *asCollective(collective), true, std::move(res.match), std::move(res.refusal));
       }

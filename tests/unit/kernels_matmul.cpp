@@ -1,6 +1,11 @@
 // matmul_v2 / matmul_v2_grad against a float64 triple loop and finite differences.
 #include "kernel_harness.h"
 
+#include <cstring>
+
+#include "runtime/cpu_budget.h"
+#include "runtime/kernels/blas.h"
+
 using namespace kt;
 
 namespace {
@@ -147,4 +152,28 @@ TEST_CASE("matmul_v2 rejects mismatched shapes with a clear message", "[kernels]
   d.in("X", {Tensor(DType::Float32, {4, 3})}).in("Y", {Tensor(DType::Float64, {3, 2})});
   d.out("Out", {Tensor(DType::Float32, {4, 2})});
   REQUIRE_THROWS_AS(d.run(), spopt::rt::KernelError);
+}
+
+// decompose-collective-matmul's all-gather form multiplies row blocks of X apart: its rows must
+// be the whole GEMM's bits when the blocks are whole 256-row blocks (runtime/kernels/blas.h), and
+// the row blocks must not depend on M. A 64-row cut would differ here (OpenBLAS rounds by call
+// height), so the test fails if the fixed block goes.
+TEST_CASE("a GEMM's rows are bitwise those of a GEMM on whole 256-row blocks of its rows", "[kernels]") {
+  using spopt::rt::kGemmRowBlock;
+  spopt::rt::configureCpuBudget(1, 1);  // as every replay runs: without a budget a GEMM is one OpenBLAS call
+  const int64_t m = 4 * kGemmRowBlock, n = 160, k = 96;
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n)), whole(size_t(m * n)), part(size_t(m * n));
+  uint32_t seed = 12345;
+  auto next = [&] { return float(int32_t((seed = seed * 1664525u + 1013904223u) >> 8) % 2001 - 1000) / 997.0f; };
+  for (float& x : a) x = next();
+  for (float& x : b) x = next();
+  spopt::rt::blasGemm(false, false, m, n, k, a.data(), k, b.data(), n, 0.0f, whole.data(), n);
+  for (int64_t rows : {kGemmRowBlock, 2 * kGemmRowBlock}) {
+    for (int64_t lo = 0; lo < m; lo += rows)  // separate copies, as the chunks of a ring are
+    {
+      std::vector<float> chunk(a.begin() + lo * k, a.begin() + (lo + rows) * k);
+      spopt::rt::blasGemm(false, false, rows, n, k, chunk.data(), k, b.data(), n, 0.0f, part.data() + lo * n, n);
+    }
+    CHECK(std::memcmp(whole.data(), part.data(), whole.size() * sizeof(float)) == 0);
+  }
 }

@@ -39,35 +39,41 @@ inline void blasGemmCall(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
                int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
-// How a GEMM is cut into blocks for the threads: `pieces` blocks of `step` rows (by_rows) or
-// columns of C, each one single-threaded OpenBLAS call on the sub-matrices. The cut depends on the
-// shape alone, never on the thread count, so a replay's numbers are the same on 1, 2 or 4 ranks per
-// host and on any core count (OpenBLAS's own threads cut by their count, and its blocks round
-// differently in the last bits). Blocks stay large: at least 4M multiply-adds, a multiple of 64.
+// How a GEMM is cut into blocks: row blocks of C of a fixed height (kGemmRowBlock, the last one
+// shorter) and column pieces whose width depends on n and k alone, each piece one OpenBLAS call on
+// the sub-matrices. OpenBLAS rounds a row differently in the last bits depending on the height of
+// the call it is in (and on its own thread count), so cutting by a height that never depends on
+// m makes a row of C depend on its row of op(A), op(B) and its offset in its block only: a GEMM
+// on rows [i, j) of A, i and j multiples of the block, gives bitwise the rows the whole GEMM gives
+// (what decompose-collective-matmul's all-gather form relies on), and a replay's numbers are the
+// same on any thread count. `parallel`: enough work to share the pieces over threads (which
+// thread runs a piece changes no bit).
+constexpr int64_t kGemmRowBlock = 256;
 struct GemmSplit {
-  bool by_rows = false;
-  int64_t step = 0, pieces = 1;
+  int64_t row_pieces = 1, col_step = 0, col_pieces = 1;
+  bool parallel = false;
+  int64_t pieces() const { return row_pieces * col_pieces; }
 };
 GemmSplit gemmSplit(int64_t m, int64_t n, int64_t k);
 
-// C = op(A) op(B) + beta C, row-major (ta / tb: A / B transposed). Under a CPU budget its blocks
-// share out over gemmWidth() threads; without one (unit tests, SPOPT_CPU_BUDGET=off) it is one call
-// of OpenBLAS at OpenBLAS's own thread count.
+// C = op(A) op(B) + beta C, row-major (ta / tb: A / B transposed). Under a CPU budget (every
+// replay) piece by piece (gemmSplit), the pieces shared out over gemmWidth() threads, OpenBLAS
+// single-threaded; without one (SPOPT_CPU_BUDGET=off, unit tests that configure none) one call of
+// OpenBLAS at its own thread count: its threads hand off and spin per call, so 256-row pieces
+// there cost 2x (scripts/bench-replay.sh, budget off), and its numbers depend on its thread
+// count anyway.
 template <typename T>
 void blasGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
               T* c, int64_t ldc) {
   const int width = gemmWidth();
-  GemmSplit s = width > 0 ? gemmSplit(m, n, k) : GemmSplit{};
-  if (s.pieces <= 1) return blasGemmCall(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-  parallelFor(s.pieces, width, [&](int64_t i) {
-    int64_t lo = i * s.step;
-    if (s.by_rows) {  // rows lo.. of C and op(A)
-      int64_t rows = std::min(s.step, m - lo);
-      blasGemmCall(ta, tb, rows, n, k, ta ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
-    } else {  // columns lo.. of C and op(B)
-      int64_t cols = std::min(s.step, n - lo);
-      blasGemmCall(ta, tb, m, cols, k, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
-    }
+  const GemmSplit s = width > 0 ? gemmSplit(m, n, k) : GemmSplit{};
+  if (s.pieces() <= 1) return blasGemmCall(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  parallelFor(s.pieces(), s.parallel ? width : 1, [&](int64_t i) {
+    const int64_t row = i / s.col_pieces * kGemmRowBlock, col = i % s.col_pieces * s.col_step;
+    const int64_t rows = std::min(kGemmRowBlock, m - row), cols = std::min(s.col_step, n - col);
+    const T* ai = ta ? a + row : a + row * lda;  // rows row.. of op(A)
+    const T* bj = tb ? b + col * ldb : b + col;  // columns col.. of op(B)
+    blasGemmCall(ta, tb, rows, cols, k, ai, lda, bj, ldb, beta, c + row * ldc + col, ldc);
   });
 }
 
