@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "io/pir/pir_names.h"
 #include "ir/json_text.h"
 #include "support/error.h"
 
@@ -100,20 +101,25 @@ void compareOptionalObject(Changes& out, std::string_view name, bool before_has,
 }
 
 // Keys this build does not know, kept raw by the loader.
+// How a PIR file spelled an op or value (attribute types, the type text, the value number): the
+// importer keeps them to write the same file again; they are no part of the program, so a job
+// sent through a PIR file and back compares equal to the job it came from.
+bool pirSpelling(std::string_view key) { return key == pir::kOpKey || key == pir::kVarTypeKey || key == pir::kVarValueKey; }
+
 void compareUnknownFields(Changes& out, std::string_view prefix, const Fields& before, const Fields& after) {
   auto find = [](const Fields& fs, std::string_view key) -> const Field* {
     for (const Field& f : fs)
-      if (f.key == key) return &f;
+      if (f.key == key && !pirSpelling(f.key)) return &f;
     return nullptr;
   };
   auto path = [&](std::string_view key) { return prefix.empty() ? std::string(key) : std::string(prefix) + "." + std::string(key); };
   for (const Field& f : before) {
-    if (f.known()) continue;
+    if (f.known() || pirSpelling(f.key)) continue;
     const Field* a = find(after, f.key);
     note(out, path(f.key), compactJson(f.raw), a && !a->known() ? MaybeText(compactJson(a->raw)) : std::nullopt);
   }
   for (const Field& f : after) {
-    if (f.known()) continue;
+    if (f.known() || pirSpelling(f.key)) continue;
     const Field* b = find(before, f.key);
     if (!b || b->known()) note(out, path(f.key), std::nullopt, compactJson(f.raw));
   }

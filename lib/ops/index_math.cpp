@@ -4,6 +4,16 @@
 
 namespace spopt {
 
+std::optional<ShapeDims> squeezeGradXDims(const ShapeDims& v, bool v_is_xshape, const ShapeDims& dx, std::string* why) {
+  const bool record = v_is_xshape || (v.size() == dx.size() + 1 && v[0] == 0 && std::equal(dx.begin(), dx.end(), v.begin() + 1));
+  if (!record) return v;
+  if (v.empty()) {
+    *why = "XShape [] should be [0, ...X dims]";
+    return std::nullopt;
+  }
+  return ShapeDims(v.begin() + 1, v.end());
+}
+
 std::optional<ShapeDims> resolveSqueeze(const ShapeDims& x, const ShapeDims& axes, std::string* why) {
   int64_t r = int64_t(x.size());
   std::vector<bool> drop(x.size(), false);

@@ -13,6 +13,13 @@ namespace spopt {
 // that is not 1 stays, as in Paddle); empty axes drop every size-1 dim.
 std::optional<ShapeDims> resolveSqueeze(const ShapeDims& x, const ShapeDims& axes, std::string* why);
 
+// squeeze_grad's X@GRAD has X's dims. Legacy programs give them as XShape ([0, ...X dims]);
+// Paddle 3's squeeze_grad(x, out_grad, axis) as x itself (its operand 0), where earlier PIR
+// programs pass the xshape value. The dims X@GRAD must have, from what operand 0 / XShape holds
+// (`v`, of `v_is_xshape` slot) and X@GRAD's own dims: a [0, ...X@GRAD dims] value in the X slot is
+// taken as an xshape. nullopt with `why` set when an XShape is empty.
+std::optional<ShapeDims> squeezeGradXDims(const ShapeDims& v, bool v_is_xshape, const ShapeDims& dx, std::string* why);
+
 // slice with step 1: for each of `axes`, [starts[i], ends[i]) clamped to the dim (negative bounds
 // count from its end). `begin` is each dim's first index, `sliced` each dim's length, `out` the
 // result's dims once `decrease_axis` (sliced to 1) are dropped.

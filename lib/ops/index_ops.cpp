@@ -48,23 +48,27 @@ Result ruleFullLike(const OpView& op) {
   return known(x) ? requireDims(op, "/outputs", "Out", op.out("Out"), x->shape, "X's shape") : std::nullopt;
 }
 
-// squeeze2 and its grad: Out is X without the size-1 dims of axes; XShape is [0, ...X dims].
+// squeeze2 and its grad: Out is X without the size-1 dims of axes; XShape is [0, ...X dims]. The
+// grad reads X's dims from XShape (legacy) or from operand 0 (PIR: x, or an earlier xshape).
 Result ruleSqueeze(const OpView& op) {
   const Var* x = op.in("X");
   if (auto e = requireSameStorage(op, "/outputs", "Out", op.out("Out"), "X", x)) return e;
   return ruleDimsFromAttr(op, "axes", resolveSqueeze, "X without the size-1 dims of axes");
 }
 Result ruleSqueezeGrad(const OpView& op) {
-  const Var *xs = op.in("XShape"), *g = op.in("Out@GRAD"), *dx = op.out("X@GRAD");
+  const Var *x = op.in("X"), *xs = op.in("XShape"), *g = op.in("Out@GRAD"), *dx = op.out("X@GRAD");
   if (auto e = requireSameStorage(op, "/outputs", "X@GRAD", dx, "Out@GRAD", g)) return e;
-  if (!known(xs)) return std::nullopt;
-  if (xs->shape.empty()) return fail(op, "/inputs/XShape/0", "XShape [] should be [0, ...X dims]");
-  ShapeDims xdims(xs->shape.begin() + 1, xs->shape.end());
-  if (auto e = requireDims(op, "/outputs", "X@GRAD", dx, xdims, "XShape's dims[1:]")) return e;
+  if (!x && !xs && op.dialect() == Dialect::Pir) return fail(op, "/inputs", "missing input X (operand 0)");
+  const Var* v = x ? x : xs;
+  if (!known(v)) return std::nullopt;
+  std::string why;
+  auto xdims = squeezeGradXDims(v->shape, !x, known(dx) ? dx->shape : ShapeDims{}, &why);
+  if (!xdims) return fail(op, "/inputs/XShape/0", why);
+  if (auto e = requireDims(op, "/outputs", "X@GRAD", dx, *xdims, x ? "X's dims" : "XShape's dims[1:]")) return e;
   int64_t n = 1;
-  for (int64_t v : xdims) n *= v;
+  for (int64_t d : *xdims) n *= d;
   if (known(g) && g->numel() != n)
-    return fail(op, "/inputs/Out@GRAD/0", "Out@GRAD " + dimsText(g->shape) + " does not hold X's " + dimsText(xdims) + " elements");
+    return fail(op, "/inputs/Out@GRAD/0", "Out@GRAD " + dimsText(g->shape) + " does not hold X's " + dimsText(*xdims) + " elements");
   return std::nullopt;
 }
 
@@ -215,8 +219,8 @@ void addIndexOps(std::vector<OpDef>& d) {
                .attrs = {{"axes", AttrKind::Ints, "axis", 1}}, .traits = kIndexMove | trait::View | trait::ReplayCopies,
                .rule = ruleSqueeze, .grad = "squeeze_grad"});
   d.push_back({.name = "squeeze_grad", .spellings = {legacyName("squeeze2_grad"), pirName("pd_op.squeeze_grad")},
-               .inputs = {{"XShape", {}, 0, true, false}, {"Out@GRAD", {}, 1, true}}, .outputs = {{"X@GRAD", {}, 0, true}},
-               .attrs = {{"axes", AttrKind::Ints, "axis", 2}},
+               .inputs = {{"XShape", {}, -1, true, false}, {"X", {}, 0, false, false}, {"Out@GRAD", {}, 1, true}},
+               .outputs = {{"X@GRAD", {}, 0, true}}, .attrs = {{"axes", AttrKind::Ints, "axis", 2}},
                .traits = trait::MovesOnly | trait::Grad | trait::View | trait::ReplayCopies, .rule = ruleSqueezeGrad});
   std::vector<AttrDef> slice_attrs = {{"axes", AttrKind::Ints}, {"starts", AttrKind::Ints, {}, 1}, {"ends", AttrKind::Ints, {}, 2},
                                       {"infer_flags", AttrKind::Ints}, {"decrease_axis", AttrKind::Ints}};

@@ -67,7 +67,13 @@ class PirTranslator {
   // One canonical operand: its var, or (several vars in one legacy slot) a builtin.combine vector.
   void addValues(Op& op, const OpView& old, const OperandDef& o, bool input, NewOp& n) {
     const Slot* s = input ? old.input(o.name) : old.output(o.name);
-    if (!s || s->args.empty()) return;
+    if (!s || s->args.empty()) {
+      // An operand PIR reads only the shape of (squeeze_grad's x) where the legacy op has its shape
+      // record instead: the record, as PIR programs before Paddle 3 pass it (ops/index_math.h).
+      const Slot* record = input && o.pir >= 0 && !o.reads_buffer ? old.input("XShape") : nullptr;
+      if (record && record->args.size() == 1 && record->args.front().var) n.input(o.name, {record->args.front().var});
+      return;
+    }
     std::vector<Var*> vars;
     for (const Arg& a : s->args) vars.push_back(a.var);
     if (o.pir < 0) {

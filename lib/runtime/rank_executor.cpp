@@ -9,17 +9,15 @@
 #include <optional>
 #include <thread>
 
-#include <deque>
-
 #include "analysis/comm_stats.h"
 #include "analysis/liveness.h"
 #include "analysis/p2p.h"
 #include "ops/op_view.h"
-#include "ops/vector_parts.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/fused_views.h"
+#include "runtime/op_io.h"
 #include "runtime/op_site.h"
 #include "runtime/stream_plan.h"
 #include "support/error.h"
@@ -93,98 +91,6 @@ class Values {
   std::mutex mu_;
   std::vector<Tensor> t_;
   size_t current_ = 0, peak_ = 0;
-};
-
-// Part i of a vector held as its parts one after another.
-Tensor partOf(const Tensor& whole, const std::vector<std::vector<int64_t>>& parts, size_t i) {
-  int64_t offset = 0;
-  for (size_t j = 0; j < i; ++j) offset += Tensor::shapeOnly(whole.dtype(), parts[j]).numel();
-  return whole.window(offset, parts[i]);
-}
-
-// The buffer replay gives a var an op writes: its declared shape, or for a vector result whose
-// parts the program says (ops/vector_parts.h), room for every part.
-std::vector<int64_t> replayShape(const Op& op, const Var& v) {
-  OpView view(op);
-  bool vector = false;
-  if (view.def() && view.dialect() == Dialect::Pir)
-    for (const OperandDef& o : view.def()->outputs) vector |= o.vector && view.out(o.name) == &v;
-  auto parts = vector ? vectorPartShapes(v) : std::nullopt;
-  if (!parts) return v.shape;
-  int64_t total = 0;
-  for (const auto& p : *parts) total += Tensor::shapeOnly(v.dtype, p).numel();
-  return {total};
-}
-
-class OpIO final : public KernelIO {
- public:
-  OpIO(const OpView& op, Values& values, std::vector<std::pair<const Var*, Tensor>>& outs) : op_(op), values_(values), outs_(outs) {}
-  const Tensor* input(std::string_view slot, size_t i) const override {
-    if (const Var* vec = vectorIn(slot)) {  // a PIR vector: its parts are the slot's values
-      Tensor& t = values_.at(*vec);
-      if (t.empty()) return nullptr;
-      if (auto parts = vectorPartShapes(*vec)) {
-        if (i >= parts->size()) return nullptr;
-        shape_only_.push_back(partOf(t, *parts, i));
-        return &shape_only_.back();
-      }
-      if (t.shape().empty() || int64_t(i) >= t.shape()[0]) return nullptr;
-      shape_only_.push_back(t.part(int64_t(i)));
-      return &shape_only_.back();
-    }
-    const Var* var = op_.in(slot, i);
-    if (!var) return nullptr;
-    // A slot whose buffer the kernel does not read (the catalogue's no-need-buffer operands) gets
-    // its shape and dtype only, never the live tensor: its var may be released by another stream.
-    if (const OperandDef* o = op_.def() ? op_.def()->input(slot) : nullptr; o && !o->reads_buffer) {
-      shape_only_.push_back(Tensor::shapeOnly(var->dtype, var->shape));
-      return &shape_only_.back();
-    }
-    Tensor& t = values_.at(*var);
-    return t.empty() ? nullptr : &t;
-  }
-  size_t inputCount(std::string_view slot) const override {
-    if (const Var* vec = vectorIn(slot)) return vec->shape.empty() ? 0 : size_t(vec->shape[0]);
-    return op_.inputCount(slot);
-  }
-  Tensor* output(std::string_view slot, size_t i) override {
-    if (auto parts = vectorOut(slot)) {  // a PIR vector result: its parts, in the buffer runOp made
-      Tensor* whole = find(op_.out(slot));
-      if (!whole || i >= parts->size()) return nullptr;
-      shape_only_.push_back(partOf(*whole, *parts, i));
-      return &shape_only_.back();
-    }
-    return find(op_.out(slot, i));
-  }
-  size_t outputCount(std::string_view slot) const override {
-    if (auto parts = vectorOut(slot)) return parts->size();
-    return op_.outputCount(slot);
-  }
-
- private:
-  // The vector a PIR op reads in `slot` (what a VectorResult op wrote), unless the op indexes it
-  // itself (builtin.slice).
-  const Var* vectorIn(std::string_view slot) const {
-    if (op_.dialect() != Dialect::Pir || op_.inputCount(slot) != 1 || op_.has(trait::View)) return nullptr;
-    const Var* v = op_.in(slot);
-    return v && isVectorValue(*v) ? v : nullptr;
-  }
-  // The part shapes of the vector result in `slot`, when it is one whose parts the program says.
-  std::optional<std::vector<std::vector<int64_t>>> vectorOut(std::string_view slot) const {
-    const OperandDef* o = op_.def() ? op_.def()->output(slot) : nullptr;
-    const Var* v = o && o->vector && op_.dialect() == Dialect::Pir && op_.outputCount(slot) == 1 ? op_.out(slot) : nullptr;
-    return v ? vectorPartShapes(*v) : std::nullopt;
-  }
-  Tensor* find(const Var* var) {
-    for (auto& [v, t] : outs_)
-      if (var && v == var) return &t;
-    return nullptr;
-  }
-
-  const OpView& op_;
-  Values& values_;
-  std::vector<std::pair<const Var*, Tensor>>& outs_;
-  mutable std::deque<Tensor> shape_only_;  // stable addresses for the kernel's pointers (and vector parts)
 };
 
 // Another stream of the rank failed: this one stops quietly (the failure is what gets reported).
@@ -439,7 +345,7 @@ class RankExecutor {
     } else {
       KernelFn fn = view.def() ? kernelFor(*view.def()) : nullptr;
       if (!fn) fail("replay does not support this op");
-      OpIO io(view, values_, outs);
+      OpTensorsIO io(view, [this](const Var& v) { return &values_.at(v); }, outs);
       KernelContext ctx{view, p.rank, o_.seed, io};
       // A kernel that communicates holds no core: it waits for the other members (as collectives do).
       std::optional<CommRing> ring;

@@ -115,7 +115,7 @@ TEST_CASE("gather_nd picks blocks by index tuples, gather_nd_grad sums them back
                       Catch::Contains("Index holds 3 for dim 0"));
 }
 
-TEST_CASE("squeeze2 drops size-1 dims, squeeze2_grad restores XShape's dims", "[kernels]") {
+TEST_CASE("squeeze2 drops size-1 dims, squeeze2_grad restores X's dims (from XShape, x or an xshape operand)", "[kernels]") {
   struct Case {
     Dims x, axes, out;
   };
@@ -129,7 +129,16 @@ TEST_CASE("squeeze2 drops size-1 dims, squeeze2_grad restores XShape's dims", "[
     Tensor dx = runOne("squeeze2_grad", {{"XShape", Tensor::shapeOnly(DType::Float32, xshape)}, {"Out@GRAD", out}}, "X@GRAD",
                        Tensor(DType::Float32, c.x), {{"axes", dimsJson(c.axes)}});
     requireClose(dx, toDoubles(x), 0);
+    // PIR's operand 0: x itself (Paddle 3), or the xshape value (earlier PIR programs).
+    for (const Dims& in0 : {c.x, xshape}) {
+      Tensor pir_dx = runOne("squeeze2_grad", {{"X", Tensor::shapeOnly(DType::Float32, in0)}, {"Out@GRAD", out}}, "X@GRAD",
+                             Tensor(DType::Float32, c.x), {{"axes", dimsJson(c.axes)}});
+      requireClose(pir_dx, toDoubles(x), 0);
+    }
   }
+  REQUIRE_THROWS_WITH(runOne("squeeze2_grad", {{"X", Tensor::shapeOnly(DType::Float32, {3, 2})}, {"Out@GRAD", Tensor(DType::Float32, {3, 2})}},
+                             "X@GRAD", Tensor(DType::Float32, {1, 3, 2}), {}),
+                      Catch::Contains("X@GRAD [1,3,2] should be [3,2] (X's dims)"));
   REQUIRE_THROWS_WITH(runOne("squeeze2", {{"X", Tensor(DType::Float32, {1, 3})}}, "Out", Tensor(DType::Float32, {3}), {{"axes", "[2]"}}),
                       Catch::Contains("axis 2 is out of range"));
 }

@@ -106,6 +106,17 @@ TEST_CASE("expand's, squeeze2's, stack's and gather_nd's rules", "[ops][verify]"
   CHECK(firstProblem(vars, R"({"type":"squeeze2","inputs":{"X":["x"]},"outputs":{"Out":["sq"],"XShape":["xs"]},"attrs":{"axes":[-1]}})").empty());
   CHECK(firstProblem(vars, R"({"type":"squeeze2","inputs":{"X":["x"]},"outputs":{"Out":["sq"],"XShape":["xs"]},"attrs":{"axes":[0]}})") ==
         kAt + "/outputs/Out/0: squeeze2: Out [3] should be [3,1] (X without the size-1 dims of axes)");
+  // squeeze_grad: the legacy op reads XShape; PIR's operand 0 is x (Paddle 3) or, earlier, the xshape.
+  CHECK(firstProblem(vars, R"({"type":"squeeze2_grad","inputs":{"XShape":["xs"],"Out@GRAD":["sq"]},"outputs":{"X@GRAD":["x"]},"attrs":{"axes":[-1]}})")
+            .empty());
+  CHECK(firstProblem(vars, R"({"type":"squeeze2_grad","inputs":{"XShape":["xs"],"Out@GRAD":["sq"]},"outputs":{"X@GRAD":["sq"]},"attrs":{"axes":[-1]}})") ==
+        kAt + "/outputs/X@GRAD/0: squeeze2_grad: X@GRAD [3] should be [3,1] (XShape's dims[1:])");
+  for (const char* in0 : {"x", "xs"})
+    CHECK(firstProblem(vars, std::string(R"({"type":"pd_op.squeeze_grad","inputs":{"in0":[")") + in0 +
+                                 R"("],"in1":["sq"]},"outputs":{"out0":["x"]},"attrs":{"axis":[-1]}})")
+              .empty());
+  CHECK(firstProblem(vars, R"({"type":"pd_op.squeeze_grad","inputs":{"in0":["x"],"in1":["sq"]},"outputs":{"out0":["sq"]},"attrs":{"axis":[-1]}})") ==
+        kAt + "/outputs/out0/0: pd_op.squeeze_grad: X@GRAD [3] should be [3,1] (X's dims)");
   CHECK(firstProblem(vars, R"({"type":"stack","inputs":{"X":["x","x"]},"outputs":{"Y":["st"]},"attrs":{"axis":0}})").empty());
   CHECK(firstProblem(vars, R"({"type":"stack","inputs":{"X":["x","x"]},"outputs":{"Y":["st"]},"attrs":{"axis":1}})") ==
         kAt + "/outputs/Y/0: stack: Y [2,3,1] should be [3,2,1] (the parts stacked along axis)");

@@ -22,6 +22,11 @@ using ojson = nlohmann::ordered_json;
 // Preserved keys this mapping adds to format v1 entities.
 inline constexpr const char* kOpKey = "pir";        // op: attr_types, result_attrs, ...
 inline constexpr const char* kVarTypeKey = "pir_type";  // var: the value's PIR type, verbatim
+// A result that holds no value (an optional result the op did not make) has a value number and no
+// type: Paddle's printer writes the type so, its JSON writer as {"#": kNullTypeJsonId}. Format v1
+// keeps such a result as an empty output slot.
+inline constexpr const char* kNullTypeText = "<<NULL TYPE>>";
+inline constexpr const char* kNullTypeJsonId = "NULL";
 inline constexpr const char* kProgramKey = "pir";   // program: base_code, region/block ids
 
 std::string valueVarName(std::string_view id);  // "57" -> "v57"

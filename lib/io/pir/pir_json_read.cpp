@@ -1,4 +1,5 @@
 // PIR JSON -> format v1 program (see pir_json.h and docs/pir.md).
+#include <optional>
 #include <unordered_map>
 
 #include "io/pir/pir_json.h"
@@ -228,6 +229,21 @@ class Reader {
     return *dt;
   }
 
+  // A result of the null type (kNullTypeJsonId): its value id (0: none), recorded as defined.
+  std::optional<int64_t> nullResult(const json& result) {
+    if (!result.is_object() || !result.contains("TT") || !result["TT"].is_object()) return std::nullopt;
+    const json& tt = result["TT"];
+    auto id = tt.find("#");
+    if (id == tt.end() || *id != kNullTypeJsonId) return std::nullopt;
+    object(result, "a result", {"%", "TT"});
+    Scope s(*this, "%");
+    int64_t v = integer(member(result, "%"), "a value id");
+    if (v < 0) fail("a result must have a positive value id (0 is the null value, negative ids are block arguments)");
+    if (v > 0 && defined_.count(v)) fail("value %" + std::to_string(v) + " is defined twice");
+    if (v > 0) defined_.emplace(v, "");
+    return v;
+  }
+
   std::string defineValue(const json& result, ojson& vars, bool persistable) {
     object(result, "a result", {"%", "TT"});
     int64_t id;
@@ -295,12 +311,12 @@ class Reader {
         if (v != 0) {
           auto d = defined_.find(v);
           if (d == defined_.end()) fail("dangling value %" + std::to_string(v) + ": no op before this one defines it");
-          args.push_back(d->second);
+          if (!d->second.empty()) args.push_back(d->second);  // a result holding no value: a null operand
         }
         inputs[slotName("in", i)] = std::move(args);
       }
     }
-    ojson result_attrs;
+    ojson result_attrs, null_results = ojson::object();
     if (o.contains("A")) attrList(o["A"], "A", attrs, types);
     if (o.contains("OA")) result_attrs = attrList(o["OA"], "OA", attrs, types);
     if (o.contains("O")) {
@@ -309,6 +325,11 @@ class Reader {
       if (!outs.is_array()) fail("\"O\" must be an array of results");
       for (size_t i = 0; i < outs.size(); ++i) {
         Scope si(*this, std::to_string(i));
+        if (auto n = nullResult(outs[i])) {  // holds no value: an empty slot; its number is kept
+          outputs[slotName("out", i)] = ojson::array();
+          if (*n > 0) null_results[slotName("out", i)] = *n;
+          continue;
+        }
         std::string name = defineValue(outs[i], vars, flag(attrs, "persistable", i, false));
         outputs[slotName("out", i)] = ojson::array({name});
         if (const OpDef* def = resolveOp(type).def; def && def->has(trait::Sink)) fetch.push_back(name);
@@ -325,6 +346,7 @@ class Reader {
     if (id.get<std::string>() != compressedName(type)) pir["id"] = id;  // written uncompressed
     pir["attr_types"] = std::move(types);
     if (!result_attrs.is_null()) pir["result_attrs"] = std::move(result_attrs);
+    if (!null_results.empty()) pir[kResultValuesKey] = std::move(null_results);
     out[kOpKey] = std::move(pir);
     return out;
   }

@@ -150,7 +150,11 @@ class Writer {
     if (has("O")) {
       json outs = json::array();
       for (auto it = outputs.begin(); it != outputs.end(); ++it) {
-        if (it->size() != 1) fail(where, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
+        if (it->size() > 1) fail(where, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
+        if (it->empty()) {  // a result that holds no value: numbered, of the null type
+          outs.push_back({{"%", numbers_->nullResult(o, it.key())}, {"TT", {{"#", kNullTypeJsonId}}}});
+          continue;
+        }
         std::string name = (*it)[0].get<std::string>();
         numbers_->define(name, o, it.key());
         outs.push_back({{"%", idOf(name, where)}, {"TT", valueType(name, where)}});

@@ -83,6 +83,13 @@ void ValueNumbering::define(const std::string& name, const ojson& op, const std:
   else rebound_[name] = next_, used_.insert(next_++);
 }
 
+int64_t ValueNumbering::nullResult(const ojson& op, const std::string& slot) {
+  auto hint = resultHint(op, slot);
+  if (hint && used_.insert(*hint).second) return *hint;
+  used_.insert(next_);
+  return next_++;
+}
+
 void dropPirVarKeys(Job& job) {
   for (auto& program : job.programs)
     for (auto& block : program->blocks)

@@ -81,6 +81,9 @@ class ValueNumbering {
   std::optional<int64_t> idOf(const std::string& name) const;
   // `name` written as result `slot` of `op`.
   void define(const std::string& name, const ojson& op, const std::string& slot);
+  // The number of result `slot` of `op` when it holds no value (an optional result the op did not
+  // make; Paddle prints it with <<NULL TYPE>>): the one it was read with, else a fresh one.
+  int64_t nullResult(const ojson& op, const std::string& slot);
   static std::optional<int64_t> numberInName(std::string_view name);  // "v12" -> 12
 
  private:

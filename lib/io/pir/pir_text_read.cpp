@@ -241,8 +241,8 @@ class Parser {
     ws();
     size_t b = pos_;
     Type t;
-    if (acceptWord("<<NULL TYPE>>")) {  // the type of a null operand
-      t.text = "<<NULL TYPE>>";
+    if (acceptWord(kNullTypeText)) {  // the type of a null operand or of a result holding no value
+      t.text = kNullTypeText;
       return t;
     }
     t.name = name("a type");
@@ -343,7 +343,7 @@ class Parser {
           std::string v = valueName();
           auto d = defined_.find(v);
           if (d == defined_.end()) failAt(at, "dangling value %" + v + ": no op before this one defines it");
-          args.push_back(d->second);
+          if (!d->second.empty()) args.push_back(d->second);  // a result holding no value: a null operand
         }
         out["inputs"][slotName("in", n_in++)] = std::move(args);
       } while (accept(','));
@@ -383,9 +383,16 @@ class Parser {
       failAt(types_pos, std::to_string(results.size()) + " results but " + std::to_string(out_types.size()) + " result types");
     ws();
     if (peek() == '{') fail("ops with regions (control flow: pd_op.if, pd_op.while) are not supported");
+    ojson null_results = ojson::object();
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& [id, at] = results[i];
       if (defined_.count(id)) failAt(at, "value %" + id + " is defined twice");
+      if (out_types[i].text == kNullTypeText) {  // holds no value: an empty slot; its number is kept
+        defined_.emplace(id, "");
+        out["outputs"][slotName("out", i)] = ojson::array();
+        if (auto n = ValueNumbering::numberInName(valueVarName(id))) null_results[slotName("out", i)] = *n;
+        continue;
+      }
       std::string vname = valueVarName(id);
       ojson var = {{"name", vname}};
       varType(out_types[i], types_pos, var);
@@ -406,6 +413,7 @@ class Parser {
       if (attrs.contains(s)) dist[s] = attrs[s];
     if (!dist.empty()) out["dist_attr"] = std::move(dist);
     out[kOpKey] = {{"attr_types", std::move(types)}};
+    if (!null_results.empty()) out[kOpKey][kResultValuesKey] = std::move(null_results);
     return out;
   }
 

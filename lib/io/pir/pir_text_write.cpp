@@ -117,7 +117,7 @@ class TextWriter {
       first = false;
       if (it->empty()) {
         operands += sep + "<<NULL VALUE>>";
-        in_types += sep + "<<NULL TYPE>>";
+        in_types += sep + kNullTypeText;
         continue;
       }
       std::string name = (*it)[0].get<std::string>();
@@ -127,11 +127,17 @@ class TextWriter {
     // Results after operands: a var written again (sgd_'s ParamOut = Param) is a new SSA value
     // from here on.
     for (auto it = outputs.begin(); it != outputs.end(); ++it) {
-      if (it->size() != 1) fail(i, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
+      if (it->size() > 1) fail(i, "output slot \"" + it.key() + "\" must hold one var (PIR: one value per result)");
+      std::string sep = results.empty() ? "" : ", ";
+      if (it->empty()) {  // a result that holds no value (adamw_'s moment2_max_out): a value of no type
+        results += sep + "%" + std::to_string(numbers_->nullResult(o, it.key()));
+        out_types += sep + kNullTypeText;
+        continue;
+      }
       std::string name = (*it)[0].get<std::string>();
       numbers_->define(name, o, it.key());
-      results += (results.empty() ? "" : ", ") + value(name);
-      out_types += (out_types.empty() ? "" : ", ") + type(name, i);
+      results += sep + value(name);
+      out_types += sep + type(name, i);
     }
     ojson attrs = o.value("attrs", ojson::object());
     ojson types = o.value(kOpKey, ojson::object()).value("attr_types", ojson::object());

@@ -254,45 +254,104 @@ std::pair<int64_t, int64_t> innerColumns(const WindowDim& d, bool adaptive) {
   return {lo, hi};
 }
 
-// Each output's window is read in the same order as before (rows, then columns), so every result
-// is bitwise the per-window loop's; but the columns inside the row run as one loop over outputs
-// per window offset (vectorisable, no per-element call), the clipped edges one by one.
+// Reads n elements of `row`, `sx` apart, as one loop per window offset: the stride a compile-time
+// constant where it is 1 or 2 (a ResNet pool's), so the loads vectorise (a runtime stride made them
+// one-lane inserts: 3x the memory bound).
+template <int S, typename Op> void stridedRow(int64_t n, int64_t sx, Op&& op) {
+  const int64_t step = S > 0 ? S : sx;
+  for (int64_t i = 0; i < n; ++i) op(i, i * step);
+}
+template <typename Op> void byStride(int64_t n, int64_t sx, Op&& op) {
+  if (sx == 1) stridedRow<1>(n, sx, op);
+  else if (sx == 2) stridedRow<2>(n, sx, op);
+  else stridedRow<0>(n, sx, op);
+}
+
+// The clipped windows of an output row one by one, in row-major order.
+template <bool Max, typename T> struct PoolEdges {
+  const PoolShape& p;
+  const std::vector<Span>& xs;
+  int64_t divisor(Span y, Span xw) const {
+    int64_t area = (y.end - y.begin) * (xw.end - xw.begin);
+    return p.exclusive || p.adaptive ? area : p.w.h.k * p.w.w.k;
+  }
+  void one(const T* in, Span y, int64_t ox, T* o) const {
+    using A = PoolAcc<Max, T>;
+    const Span xw = xs[size_t(ox)];
+    typename A::Acc a = A::init();
+    for (int64_t iy = y.begin; iy < y.end; ++iy)
+      for (int64_t ix = xw.begin; ix < xw.end; ++ix) A::add(a, in[iy * p.w.w.in + ix]);
+    o[ox] = A::result(a, divisor(y, xw));
+  }
+};
+
+// Max of the inner windows: each input row's window maxima (its columns in window order) once,
+// kept for the output rows that share the row, then the rows' maxima in row order. The max
+// keeps the first of equal values (std::max), so grouping a window's row-major sequence by rows
+// gives the same bits as the one sequence, signed zeros included; NaN is skipped either way.
+template <typename T> class RowMaxima {
+ public:
+  RowMaxima(const WindowDim& h, int64_t n) : n_(n), slots_(std::max<int64_t>(h.k, 1)), buf_(size_t(slots_ * n)), row_(size_t(slots_), -1) {}
+  void newPlane() { std::fill(row_.begin(), row_.end(), -1); }
+  const T* of(const T* in, const WindowDim& w, int64_t first, int64_t iy) {
+    const size_t slot = size_t(iy % slots_);
+    T* m = buf_.data() + slot * size_t(n_);
+    if (row_[slot] == iy) return m;
+    row_[slot] = iy;
+    std::fill(m, m + n_, -std::numeric_limits<T>::infinity());
+    for (int64_t dx = 0; dx < w.k; ++dx) {
+      const T* r = in + iy * w.in + first + dx;
+      byStride(n_, w.stride, [&](int64_t i, int64_t at) { m[i] = std::max(m[i], r[at]); });
+    }
+    return m;
+  }
+
+ private:
+  int64_t n_, slots_;
+  std::vector<T> buf_;
+  std::vector<int64_t> row_;  // the input row each slot holds
+};
+
 template <bool Max, typename T> void poolPlanes(const PoolShape& p, const T* x, T* out) {
   using A = PoolAcc<Max, T>;
   const WindowDim &h = p.w.h, &w = p.w.w;
-  const int64_t in_w = w.in, in_plane = h.in * in_w, out_plane = h.out * w.out, sx = w.stride;
+  const int64_t in_plane = h.in * w.in, out_plane = h.out * w.out;
   const std::vector<Span> ys = spans(h, p.adaptive), xs = spans(w, p.adaptive);
   const auto [lo, hi] = innerColumns(w, p.adaptive);
-  std::vector<typename A::Acc> acc(size_t(std::max<int64_t>(hi - lo, 0)));
-  for (int64_t pl = 0; pl < p.planes; ++pl)
+  const int64_t n = std::max<int64_t>(hi - lo, 0), first = lo * w.stride - w.pad_before;
+  const PoolEdges<Max, T> edges{p, xs};
+  RowMaxima<T> maxima(h, Max ? n : 0);
+  std::vector<typename A::Acc> acc(static_cast<size_t>(n));
+  for (int64_t pl = 0; pl < p.planes; ++pl) {
+    const T* in = x + pl * in_plane;
+    maxima.newPlane();
     for (int64_t oy = 0; oy < h.out; ++oy) {
       const Span y = ys[size_t(oy)];
-      const T* in = x + pl * in_plane;
       T* o = out + pl * out_plane + oy * w.out;
-      auto divisorOf = [&](const Span& xw) {
-        int64_t area = (y.end - y.begin) * (xw.end - xw.begin);
-        return p.exclusive || p.adaptive ? area : h.k * w.k;
-      };
-      auto one = [&](int64_t ox) {
-        const Span xw = xs[size_t(ox)];
-        typename A::Acc a = A::init();
-        for (int64_t iy = y.begin; iy < y.end; ++iy)
-          for (int64_t ix = xw.begin; ix < xw.end; ++ix) A::add(a, in[iy * in_w + ix]);
-        o[ox] = A::result(a, divisorOf(xw));
-      };
-      for (int64_t ox = 0; ox < lo; ++ox) one(ox);
-      for (int64_t ox = std::max(hi, lo); ox < w.out; ++ox) one(ox);
-      if (hi <= lo) continue;
-      std::fill(acc.begin(), acc.end(), A::init());
-      const int64_t n = hi - lo, first = lo * sx - w.pad_before;
-      for (int64_t iy = y.begin; iy < y.end; ++iy)
-        for (int64_t dx = 0; dx < w.k; ++dx) {
-          const T* row = in + iy * in_w + first + dx;
-          for (int64_t i = 0; i < n; ++i) A::add(acc[size_t(i)], row[i * sx]);
+      for (int64_t ox = 0; ox < lo; ++ox) edges.one(in, y, ox, o);
+      for (int64_t ox = std::max(hi, lo); ox < w.out; ++ox) edges.one(in, y, ox, o);
+      if (n == 0) continue;
+      if constexpr (Max) {
+        std::fill(o + lo, o + hi, -std::numeric_limits<T>::infinity());
+        for (int64_t iy = y.begin; iy < y.end; ++iy) {
+          const T* m = maxima.of(in, w, first, iy);
+          T* dst = o + lo;
+          for (int64_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], m[i]);
         }
-      const int64_t divisor = divisorOf(xs[size_t(lo)]);
-      for (int64_t i = 0; i < n; ++i) o[lo + i] = A::result(acc[size_t(i)], divisor);
+      } else {
+        // avg: the sum in double in row-major order, as the windows one by one.
+        std::fill(acc.begin(), acc.end(), A::init());
+        typename A::Acc* a = acc.data();
+        for (int64_t iy = y.begin; iy < y.end; ++iy)
+          for (int64_t dx = 0; dx < w.k; ++dx) {
+            const T* r = in + iy * w.in + first + dx;
+            byStride(n, w.stride, [&](int64_t i, int64_t at) { A::add(a[i], r[at]); });
+          }
+        const int64_t divisor = edges.divisor(y, xs[size_t(lo)]);
+        for (int64_t i = 0; i < n; ++i) o[lo + i] = A::result(acc[size_t(i)], divisor);
+      }
     }
+  }
 }
 
 void pool2d(KernelContext& c) {
@@ -312,25 +371,36 @@ void pool2d(KernelContext& c) {
 // window's maximum gets all of it (as Paddle's CPU kernel). Outputs add into dx in the same order
 // as always, window by window (windows overlap: float sums depend on it). For the max windows
 // inside a row, where each one's element lies is found first for the whole row, without a branch
-// per compare (which one holds the maximum is data: the branch missed ~half the time, 3-5x the
-// memory bound), as one loop over the row per window offset; then the adds run in order.
+// per compare (which one holds the maximum is data: the branch missed ~half the time), as one
+// loop over the row per window offset; then the adds run in order.
 template <typename T> struct MaxGradRow {
   std::vector<int64_t> at;  // per inner column: the input index its Out@GRAD goes to, or -1
 
   // Fills `at` for columns [lo, lo + n) of an output row whose window rows are y.
   void locate(const PoolShape& p, const T* in, const T* out_row, Span y, int64_t lo, int64_t n) {
     const WindowDim& w = p.w.w;
-    const int64_t in_w = w.in, sx = w.stride, first = lo * sx - w.pad_before;
+    const int64_t first = lo * w.stride - w.pad_before;
     at.assign(size_t(n), -1);
     int64_t* a = at.data();
     const T* m = out_row + lo;
     // Scanned last to first: the last hit written is the first element in row-major order.
     for (int64_t iy = y.end; iy-- > y.begin;)
       for (int64_t dx = w.k; dx-- > 0;) {
-        const int64_t base = iy * in_w + first + dx;
+        const int64_t base = iy * w.in + first + dx;
         const T* r = in + base;
-        for (int64_t i = 0; i < n; ++i) a[i] = r[i * sx] == m[i] ? base + i * sx : a[i];
+        byStride(n, w.stride, [&](int64_t i, int64_t off) { a[i] = r[off] == m[i] ? base + off : a[i]; });
       }
+  }
+};
+
+// X@GRAD's rows are zeroed just before the first window that reaches them (rows in cache, not a
+// pass of its own over X@GRAD); the adds into each start from zero as before.
+template <typename T> struct LazyZero {
+  T* d;
+  int64_t width, done = 0;
+  void upTo(int64_t row) {
+    if (row > done) std::fill(d + done * width, d + row * width, T(0));
+    done = std::max(done, row);
   }
 };
 
@@ -341,11 +411,13 @@ template <bool Max, typename T> void poolGradPlanes(const PoolShape& p, const T*
   auto [lo, hi] = innerColumns(w, p.adaptive);
   if (!Max) lo = hi = 0;
   MaxGradRow<T> inner;
-  for (int64_t pl = 0; pl < p.planes; ++pl)
+  for (int64_t pl = 0; pl < p.planes; ++pl) {
+    const T* in = x + pl * in_plane;
+    T* d = dx + pl * in_plane;
+    LazyZero<T> zero{d, in_w};
     for (int64_t oy = 0; oy < h.out; ++oy) {
       const Span y = ys[size_t(oy)];
-      const T* in = x + pl * in_plane;
-      T* d = dx + pl * in_plane;
+      zero.upTo(y.end);
       const int64_t row = pl * out_plane + oy * w.out;
       auto one = [&](int64_t ox) {
         const Span xw = xs[size_t(ox)];
@@ -375,6 +447,8 @@ template <bool Max, typename T> void poolGradPlanes(const PoolShape& p, const T*
       }
       for (int64_t ox = std::max(lo, hi); ox < w.out; ++ox) one(ox);
     }
+    zero.upTo(h.in);
+  }
 }
 
 void pool2dGrad(KernelContext& c) {
@@ -394,7 +468,6 @@ void pool2dGrad(KernelContext& c) {
   requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
-    std::fill(dx.data<T>(), dx.data<T>() + dx.numel(), T(0));
     if (p.max) poolGradPlanes<true>(p, x.data<T>(), out->data<T>(), dy.data<T>(), dx.data<T>());
     else poolGradPlanes<false>(p, x.data<T>(), static_cast<const T*>(nullptr), dy.data<T>(), dx.data<T>());
   });

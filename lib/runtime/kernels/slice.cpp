@@ -39,13 +39,17 @@ void squeeze(KernelContext& c) {
   }
 }
 
-// squeeze2_grad: Out@GRAD's values with X's dims (XShape's dims[1:]).
+// squeeze2_grad: Out@GRAD's values with X's dims (XShape's dims[1:], or PIR's operand 0: x, or an
+// earlier Paddle's xshape; ops/index_math.h).
 void squeezeGrad(KernelContext& c) {
-  const Tensor& xs = requireInput(c, "XShape");
+  const Tensor* x = optionalInput(c, "X");
+  const Tensor* xs = x ? nullptr : &requireInput(c, "XShape");
   const Tensor& g = requireInput(c, "Out@GRAD");
   Tensor& dx = requireOutput(c, "X@GRAD");
-  if (xs.shape().empty()) kernelFail(c, "XShape " + shapeStr(xs.shape()) + " should be [0, ...X dims]");
-  requireShape(c, "X@GRAD", dx, Dims(xs.shape().begin() + 1, xs.shape().end()), "XShape's dims[1:]");
+  std::string why;
+  auto want = squeezeGradXDims((x ? x : xs)->shape(), !x, dx.shape(), &why);
+  if (!want) kernelFail(c, why);
+  requireShape(c, "X@GRAD", dx, *want, x ? "X's dims" : "XShape's dims[1:]");
   shareTensor(c, g, "Out@GRAD", dx, "X@GRAD");
 }
 

@@ -12,6 +12,7 @@
 #include "analysis/p2p.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/nccl/device_ops.h"
+#include "runtime/op_io.h"
 #include "runtime/op_site.h"
 #include "support/error.h"
 
@@ -121,30 +122,6 @@ class OpDevIO final : public DeviceOpIO {
   const OpView& op_;  // canonical slot names
   DevValues& values_;
   std::vector<std::pair<const Var*, DevTensor>>& outs_;
-};
-
-// The CPU kernel's view of host copies (the fallback for ops without a device implementation).
-class HostCopiesIO final : public KernelIO {
- public:
-  explicit HostCopiesIO(const OpView& op) : op_(op) {}
-  std::map<const Var*, Tensor> ins, outs;
-  const Tensor* input(std::string_view slot, size_t i) const override {
-    const Var* var = op_.in(slot, i);
-    if (!var) return nullptr;
-    auto it = ins.find(var);
-    return it == ins.end() ? nullptr : &it->second;
-  }
-  size_t inputCount(std::string_view slot) const override { return op_.inputCount(slot); }
-  Tensor* output(std::string_view slot, size_t i) override {
-    const Var* var = op_.out(slot, i);
-    if (!var) return nullptr;
-    auto it = outs.find(var);
-    return it == outs.end() ? nullptr : &it->second;
-  }
-  size_t outputCount(std::string_view slot) const override { return op_.outputCount(slot); }
-
- private:
-  const OpView& op_;  // canonical slot names
 };
 
 // Attribute readers need a KernelContext; device ops get one whose io holds no tensors.
@@ -301,7 +278,7 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
     forEachArg(op.outputs, [&](const Var& v) {
       for (const auto& [w, t] : outs)
         if (w == &v) return;
-      outs.emplace_back(&v, allocDevice(v.dtype, v.shape, s, streams.at(0)));
+      outs.emplace_back(&v, allocDevice(v.dtype, replayShape(op, v), s, streams.at(0)));
     });
     TraceEvent ev{std::string(op.type), false, int64_t(index)};
     ev.stream = streams.name(si);
@@ -375,7 +352,8 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
         ev.ring = c->ring_id;
       }
       try {
-        DeviceKernelFn dfn = c ? nullptr : findDeviceKernel(op.type);
+        // A PIR vector operand is taken apart into its parts on the host (OpTensorsIO) alone.
+        DeviceKernelFn dfn = c || touchesVector(view) ? nullptr : findDeviceKernel(op.type);
         bool done = false;
         if (dfn) {
           OpDevIO io(view, values, outs);
@@ -385,15 +363,30 @@ RankRun executeOnDevice(const Program& p, DeviceComm& comm, const ExecOptions& o
         if (!done) {
           KernelFn fn = findKernel(op.type);
           if (!fn) fail("replay does not support this op");
-          HostCopiesIO io(view);
+          // The CPU kernel on host copies, seen as on the local backend (runtime/op_io.h).
+          std::map<const Var*, Tensor> ins;
           forEachArg(op.inputs, [&](const Var& v) {
             const DevTensor& t = values.at(v).t;
-            if (!t.empty() && !io.ins.count(&v)) io.ins.emplace(&v, toHost(t, s));
+            if (!t.empty() && !ins.count(&v)) ins.emplace(&v, toHost(t, s));
           });
-          for (const auto& [v, t] : outs) io.outs.emplace(v, Tensor(t.dtype, t.shape));
+          std::vector<std::pair<const Var*, Tensor>> host_outs;
+          for (const auto& [v, t] : outs) host_outs.emplace_back(v, Tensor(t.dtype, t.shape));
+          OpTensorsIO io(
+              view,
+              [&](const Var& v) -> Tensor* {
+                auto it = ins.find(&v);
+                return it == ins.end() ? nullptr : &it->second;
+              },
+              host_outs);
           KernelContext hc{view, p.rank, o.seed, io, ring ? &*ring : nullptr};
           fn(hc);
-          for (auto& [v, t] : outs) upload(io.outs.at(v), t, s);
+          for (size_t k = 0; k < outs.size(); ++k) {
+            DevTensor& t = outs[k].second;
+            const Tensor& h = host_outs[k].second;
+            // A kernel may give its result another shape (builtin.combine stacks equal parts).
+            if (h.shape() != t.shape || h.dtype() != t.dtype) t = allocDevice(h.dtype(), h.shape(), s, streams.at(0));
+            upload(h, t, s);
+          }
           cudaCheck(cudaStreamSynchronize(s), "cudaStreamSynchronize");  // the host copies die here
         }
       } catch (const InputError&) {
