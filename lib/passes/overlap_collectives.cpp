@@ -69,7 +69,7 @@ class OverlapCollectives final : public Pass {
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;
       Block& entry = *p->blocks.front();
-      auto regions = scheduleRegions(entry, phases);
+      auto regions = scheduleRegions(entry, phases, &facts);
       bool has_comm = false;
       for (auto& r : regions)
         for (Op* op : r) has_comm = has_comm || commCollective(*op).has_value();
@@ -86,7 +86,7 @@ class OverlapCollectives final : public Pass {
         if (split) {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
-          regions = scheduleRegions(entry, phases);
+          regions = scheduleRegions(entry, phases, &facts);
         }
       }
       std::vector<std::vector<double>> costs;
@@ -103,7 +103,7 @@ class OverlapCollectives final : public Pass {
         auto& pl = placed[p->position];
         pl.clear();
         for (size_t i = 0; i < regions.size(); ++i) {
-          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases});
+          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases, &facts});
           applyOrder(regions[i], s.order);
           pl.push_back({regions[i], s.order});
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());

@@ -181,7 +181,7 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     std::vector<uint32_t> per_anchor(n + 1, 0);
     for (uint32_t i = 0; i < n; ++i) {
       anchor[i] = i;
-      if (phaseOf(*region[i]) == Phase::Optimize) {
+      if ((opts.facts ? opts.facts->phase(*region[i]) : phaseOf(*region[i])) == Phase::Optimize) {
         anchor[i] = 0;
         for (uint32_t k = g.pred_start[i]; k < g.pred_start[i + 1]; ++k) anchor[i] = std::max(anchor[i], g.pred[k]);
       }
