@@ -20,7 +20,7 @@ std::vector<int64_t> subBlocksOf(const Op& op) {
 
 namespace {
 
-bool keptAsResult(const Var& v);
+bool keptToEndGiven(const Var& v, bool written_by_loss);
 
 enum UseKind : uint8_t { kRead = 1, kWrite = 2, kShapeRead = 4 };
 struct Use {
@@ -71,7 +71,7 @@ class LivenessBuilder {
         if (input_[id]) bl.live_on_entry.push_back(v);
         else ++bl.born_at.start[size_t(first_write_[id]) + 1];
       }
-      if (v->persistable || v->block->program->fetches(v->name) || keptAsResult(*v) || loss_written_[id]) continue;
+      if (keptToEndGiven(*v, loss_written_[id])) continue;
       dies[id] = 1;
       ++bl.release_after.start[size_t(last_[id]) + 1];
       bl.dies_after[id] = last_[id];
@@ -198,15 +198,17 @@ class LivenessBuilder {
 
 // A program that names no fetches (Paddle's PIR test programs have no pd_op.fetch) keeps its
 // results: the values it computes that nothing reads.
-bool keptAsResult(const Var& v) { return v.block->program->fetch.empty() && !v.writers.empty() && v.readers.empty(); }
+// `written_by_loss`: some writer of `v` is an op of the Loss phase.
+bool keptToEndGiven(const Var& v, bool written_by_loss) {
+  const Program& p = *v.block->program;
+  if (v.persistable || p.fetches(v.name) || written_by_loss) return true;
+  return p.fetch.empty() && !v.writers.empty() && v.readers.empty();
+}
 
 }  // namespace
 
 bool keptToEnd(const Var& v) {
-  const Program& p = *v.block->program;
-  if (v.persistable || p.fetches(v.name)) return true;
-  if (keptAsResult(v)) return true;
-  return std::any_of(v.writers.begin(), v.writers.end(), [](const Op* w) { return phaseOf(*w) == Phase::Loss; });
+  return keptToEndGiven(v, std::any_of(v.writers.begin(), v.writers.end(), [](const Op* w) { return phaseOf(*w) == Phase::Loss; }));
 }
 
 const Block* entryBlockOf(const Program& p) {
