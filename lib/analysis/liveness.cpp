@@ -20,6 +20,8 @@ std::vector<int64_t> subBlocksOf(const Op& op) {
 
 namespace {
 
+bool keptToEndGiven(const Var& v, bool written_by_loss);
+
 enum UseKind : uint8_t { kRead = 1, kWrite = 2, kShapeRead = 4 };
 struct Use {
   const Var* var;
@@ -45,6 +47,7 @@ class LivenessBuilder {
     first_write_.assign(nv, -1);
     written_.assign(nv, 0);
     by_id_.assign(nv, nullptr);
+    loss_written_.assign(nv, 0);
   }
 
   Liveness run() {
@@ -54,18 +57,43 @@ class LivenessBuilder {
     for (const auto& b : p_.blocks) {
       BlockLiveness& bl = l.blocks[b->position];
       bl.dies_after.assign(p_.next_var_id, -1);
+      bl.born_at.start.assign(b->ops.size() + 1, 0);
+      bl.release_after.start.assign(b->ops.size() + 1, 0);
     }
+    // Two scans over the vars: count each op's births and deaths, then place them (flat lists,
+    // var id order within an op).
+    std::vector<uint8_t> dies(by_id_.size(), 0);
     for (size_t id = 0; id < by_id_.size(); ++id) {
       const Var* v = by_id_[id];
       if (!v || last_[id] < 0) continue;  // untouched or shape-only: no buffer
       BlockLiveness& bl = l.blocks[v->block->position];
       if (!v->persistable) {
         if (input_[id]) bl.live_on_entry.push_back(v);
-        else bl.born_at[size_t(first_write_[id])].push_back(v);
+        else ++bl.born_at.start[size_t(first_write_[id]) + 1];
       }
-      if (keptToEnd(*v)) continue;
-      bl.release_after[size_t(last_[id])].push_back(v);
+      if (keptToEndGiven(*v, loss_written_[id])) continue;
+      dies[id] = 1;
+      ++bl.release_after.start[size_t(last_[id]) + 1];
       bl.dies_after[id] = last_[id];
+    }
+    std::vector<std::vector<uint32_t>> born_fill(l.blocks.size()), release_fill(l.blocks.size());
+    for (BlockLiveness& bl : l.blocks) {
+      for (VarLists* lists : {&bl.born_at, &bl.release_after}) {
+        for (size_t i = 1; i < lists->start.size(); ++i) lists->start[i] += lists->start[i - 1];
+        lists->vars.resize(lists->start.empty() ? 0 : lists->start.back());
+      }
+    }
+    for (size_t b = 0; b < l.blocks.size(); ++b) {
+      born_fill[b].assign(l.blocks[b].born_at.start.begin(), l.blocks[b].born_at.start.end());
+      release_fill[b].assign(l.blocks[b].release_after.start.begin(), l.blocks[b].release_after.start.end());
+    }
+    for (size_t id = 0; id < by_id_.size(); ++id) {
+      const Var* v = by_id_[id];
+      if (!v || last_[id] < 0) continue;
+      size_t b = v->block->position;
+      BlockLiveness& bl = l.blocks[b];
+      if (!v->persistable && !input_[id]) bl.born_at.vars[born_fill[b][size_t(first_write_[id])]++] = v;
+      if (dies[id]) bl.release_after.vars[release_fill[b][size_t(last_[id])]++] = v;
     }
     return l;
   }
@@ -81,6 +109,7 @@ class LivenessBuilder {
   std::vector<uint8_t> touched_, written_, input_;
   std::vector<int32_t> first_write_;  // when the first use is a write: its op index
   std::vector<const Var*> by_id_;
+  std::vector<uint8_t> loss_written_;  // an op of the Loss phase writes it (keptToEnd's rule, one phaseOf per op)
 
   // The uses of block `b`'s subtree of vars declared outside it (computed once, memoised).
   const std::vector<Use>& externalUses(const Block& b) {
@@ -101,8 +130,6 @@ class LivenessBuilder {
     pending_[&b] = BlockLiveness{};
     BlockLiveness& bl = pending_[&b];
     bl.block = &b;
-    bl.release_after.resize(b.ops.size());
-    bl.born_at.resize(b.ops.size());
     std::vector<Use> ext;
     std::unordered_map<const Var*, size_t> ext_at;  // index in ext
     int32_t i = 0;
@@ -130,9 +157,13 @@ class LivenessBuilder {
         for (const Arg& a : s.args)
           if (a.var) use(a.var, kind);
       }
+      const bool loss = phaseOf(op) == Phase::Loss;
       for (const Slot& s : op.outputs)
         for (const Arg& a : s.args)
-          if (a.var) use(a.var, kWrite);
+          if (a.var) {
+            use(a.var, kWrite);
+            if (loss && a.var->id < loss_written_.size()) loss_written_[a.var->id] = 1;
+          }
       if (!has_sub_blocks) {
         ++i;
         continue;
@@ -165,15 +196,19 @@ class LivenessBuilder {
   std::unordered_map<const Block*, BlockLiveness> pending_;
 };
 
-}  // namespace
-
 // A program that names no fetches (Paddle's PIR test programs have no pd_op.fetch) keeps its
 // results: the values it computes that nothing reads.
-bool keptToEnd(const Var& v) {
+// `written_by_loss`: some writer of `v` is an op of the Loss phase.
+bool keptToEndGiven(const Var& v, bool written_by_loss) {
   const Program& p = *v.block->program;
-  if (v.persistable || p.fetches(v.name)) return true;
-  if (p.fetch.empty() && !v.writers.empty() && v.readers.empty()) return true;
-  return std::any_of(v.writers.begin(), v.writers.end(), [](const Op* w) { return phaseOf(*w) == Phase::Loss; });
+  if (v.persistable || p.fetches(v.name) || written_by_loss) return true;
+  return p.fetch.empty() && !v.writers.empty() && v.readers.empty();
+}
+
+}  // namespace
+
+bool keptToEnd(const Var& v) {
+  return keptToEndGiven(v, std::any_of(v.writers.begin(), v.writers.end(), [](const Op* w) { return phaseOf(*w) == Phase::Loss; }));
 }
 
 const Block* entryBlockOf(const Program& p) {

@@ -16,6 +16,7 @@
 //    block's inputs are the program inputs. They die like any other var.
 //  - Persistable vars and the program's fetched vars never die (not listed).
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ir/ir.h"
@@ -29,14 +30,24 @@ struct LivenessOptions {
   bool no_need_buffer = true;  // shape-only reads do not keep a buffer alive
 };
 
+// One list of vars per op, stored flat (two arrays for the block, not one vector per op): [i] is
+// op i's list, in var id order.
+struct VarLists {
+  std::vector<uint32_t> start;  // size() + 1 offsets into vars (empty when there are no ops)
+  std::vector<const Var*> vars;
+  size_t size() const { return start.empty() ? 0 : start.size() - 1; }
+  std::span<const Var* const> operator[](size_t i) const { return {vars.data() + start[i], vars.data() + start[i + 1]}; }
+  bool operator==(const VarLists&) const = default;
+};
+
 struct BlockLiveness {
   const Block* block = nullptr;
   // [i]: the vars whose buffer dies after op i of the block (the op's index in block->ops).
-  std::vector<std::vector<const Var*>> release_after;
+  VarLists release_after;
   // Vars of this block read before written, in order of first read.
   std::vector<const Var*> inputs;
   // [i]: non-persistable vars whose buffer first appears at op i (first use is a write).
-  std::vector<std::vector<const Var*>> born_at;
+  VarLists born_at;
   // Non-persistable inputs that have a buffer (some op reads their data), in var id order.
   std::vector<const Var*> live_on_entry;
   // [Var::id] -> index of the op after which it dies, -1 when it never does (persistable, fetched,

@@ -45,6 +45,7 @@ MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n
     for (const Var* v : bl.release_after[i]) current -= varBytes(*v);
   }
   m.peak_bytes = clamp(peak);
+  if (top_n == 0) return m;  // passes ask only for the peak: no replay, no sort
   // The live set at the peak: replay the births and deaths up to it.
   std::vector<char> alive(p.next_var_id, 0);
   for (const auto& v : b->vars)
@@ -57,10 +58,10 @@ MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n
   }
   for (const auto& v : b->vars)
     if (!v->removed && alive[v->id]) m.largest_at_peak.emplace_back(v.get(), varBytes(*v));
-  std::sort(m.largest_at_peak.begin(), m.largest_at_peak.end(), [](const auto& a, const auto& c) {
-    return a.second != c.second ? a.second > c.second : a.first->id < c.first->id;
-  });
-  if (m.largest_at_peak.size() > top_n) m.largest_at_peak.resize(top_n);
+  auto larger = [](const auto& a, const auto& c) { return a.second != c.second ? a.second > c.second : a.first->id < c.first->id; };
+  size_t keep = std::min(top_n, m.largest_at_peak.size());
+  std::partial_sort(m.largest_at_peak.begin(), m.largest_at_peak.begin() + ptrdiff_t(keep), m.largest_at_peak.end(), larger);
+  m.largest_at_peak.resize(keep);
   return m;
 }
 

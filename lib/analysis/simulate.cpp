@@ -19,6 +19,16 @@ const RankTimeline* StepTimeline::slowest() const {
   return best;
 }
 
+const OpFactsCache::Facts& OpFactsCache::at(const Op& op) {
+  const Program& p = *op.block->program;
+  if (by_program_.size() <= p.position) by_program_.resize(p.position + 1);
+  std::vector<Facts>& v = by_program_[p.position];
+  if (v.size() <= op.id) v.resize(std::max<size_t>(p.next_op_id, op.id + 1));
+  Facts& f = v[op.id];
+  if (f.cost < 0) f = {opCostSeconds(op, model_), phaseOf(op)};
+  return f;
+}
+
 namespace {
 
 constexpr uint32_t kNone = kNoNode;
@@ -33,7 +43,7 @@ struct Node {
 
 class Simulator {
  public:
-  Simulator(const Job& job, const HardwareModel& m) : job_(job), model_(m), graph_(job) {}
+  Simulator(const Job& job, OpFactsCache& facts) : job_(job), model_(facts.model()), facts_(facts), graph_(job) {}
 
   StepTimeline run() {
     build();
@@ -52,8 +62,8 @@ class Simulator {
     nodes_.resize(graph_.nodes().size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const HbNode& g = graph_.nodes()[i];
-      nodes_[i].cost = opCostSeconds(*g.op, model_);
-      nodes_[i].phase = phaseOf(*g.op);
+      nodes_[i].cost = facts_.cost(*g.op);
+      nodes_[i].phase = facts_.phase(*g.op);
       nodes_[i].is_comm = g.collective != kNone;
     }
     // A member rank the file lacks never arrives: its collectives run when the ranks present
@@ -172,6 +182,7 @@ class Simulator {
 
   const Job& job_;
   const HardwareModel& model_;
+  OpFactsCache& facts_;
   HappensBefore graph_;
   std::vector<Node> nodes_;  // by graph node
   std::vector<RankTimeline> ranks_;
@@ -180,6 +191,11 @@ class Simulator {
 
 }  // namespace
 
-StepTimeline simulateStep(const Job& job, const HardwareModel& model) { return Simulator(job, model).run(); }
+StepTimeline simulateStep(const Job& job, OpFactsCache& facts) { return Simulator(job, facts).run(); }
+
+StepTimeline simulateStep(const Job& job, const HardwareModel& model) {
+  OpFactsCache facts(model);
+  return simulateStep(job, facts);
+}
 
 }  // namespace spopt

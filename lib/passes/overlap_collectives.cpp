@@ -54,7 +54,8 @@ class OverlapCollectives final : public Pass {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     RingOrder ring_before(job);
-    StepTimeline sim_before = simulate(job, model);
+    OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
+    StepTimeline sim_before = simulate(job, facts);
     bool changed = false;
     struct Placed {
       std::vector<Op*> original, now;
@@ -68,7 +69,7 @@ class OverlapCollectives final : public Pass {
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;
       Block& entry = *p->blocks.front();
-      auto regions = scheduleRegions(entry, phases);
+      auto regions = scheduleRegions(entry, phases, &facts);
       bool has_comm = false;
       for (auto& r : regions)
         for (Op* op : r) has_comm = has_comm || commCollective(*op).has_value();
@@ -85,13 +86,13 @@ class OverlapCollectives final : public Pass {
         if (split) {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
-          regions = scheduleRegions(entry, phases);
+          regions = scheduleRegions(entry, phases, &facts);
         }
       }
       std::vector<std::vector<double>> costs;
       for (auto& r : regions) {
         costs.emplace_back();
-        for (Op* op : r) costs.back().push_back(opCostSeconds(*op, model));
+        for (Op* op : r) costs.back().push_back(facts.cost(*op));
       }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
       const BufferAliases aliases(entry);
@@ -102,7 +103,7 @@ class OverlapCollectives final : public Pass {
         auto& pl = placed[p->position];
         pl.clear();
         for (size_t i = 0; i < regions.size(); ++i) {
-          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases});
+          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases, &facts});
           applyOrder(regions[i], s.order);
           pl.push_back({regions[i], s.order});
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
@@ -139,7 +140,7 @@ class OverlapCollectives final : public Pass {
     StepTimeline sim_after;
     if (revert.empty()) {
       try {
-        sim_after = simulateStep(job, model);
+        sim_after = simulateStep(job, facts);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
@@ -147,7 +148,7 @@ class OverlapCollectives final : public Pass {
     if (!revert.empty()) {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
-      sim_after = simulate(job, model);
+      sim_after = simulate(job, facts);
     }
     for (auto& pl : placed)
       for (auto& x : pl) changed = changed || x.now != x.original;
@@ -167,9 +168,9 @@ class OverlapCollectives final : public Pass {
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
 
-  static StepTimeline simulate(const Job& job, const HardwareModel& m) {
+  static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
     try {
-      return simulateStep(job, m);
+      return simulateStep(job, facts);
     } catch (const InputError&) {
       return {};
     }

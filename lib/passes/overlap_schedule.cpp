@@ -31,29 +31,45 @@ Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost
   g.n = region.size();
   g.ring.assign(g.n, -1);
   std::vector<std::pair<uint32_t, uint32_t>> edges;
-  struct Access {
-    int32_t writer = -1;
-    std::vector<uint32_t> readers;  // since the last write
+  // Per var id (one program's vars): its last writer and the readers since, as a list in a flat
+  // pool, in the order they read. Scratch kept per thread and reset through `touched`, so a
+  // program of many regions costs its regions' size, not its var count per region.
+  struct Scratch {
+    std::vector<int32_t> writer, head, tail;  // by var id; head/tail index `pool`, -1: none
+    std::vector<std::pair<uint32_t, int32_t>> pool;  // (reader, next)
+    std::vector<uint32_t> touched;
   };
-  absl::flat_hash_map<const Var*, Access> vars;
+  thread_local Scratch sc;
+  const size_t nv = g.n ? region.front()->block->program->next_var_id : 0;
+  if (sc.writer.size() < nv) sc.writer.resize(nv, -1), sc.head.resize(nv, -1), sc.tail.resize(nv, -1);
+  sc.pool.clear();
+  sc.touched.clear();
+  auto slot = [&](const Var* v) {
+    uint32_t id = uint32_t((aliases ? aliases->storage(v) : v)->id);
+    if (sc.writer[id] == -1 && sc.head[id] == -1) sc.touched.push_back(id);
+    return id;
+  };
   absl::flat_hash_map<int64_t, uint32_t> last_of_ring;
   for (uint32_t i = 0; i < g.n; ++i) {
     const Op& op = *region[i];
-    auto storage = [&](const Var* v) { return aliases ? aliases->storage(v) : v; };
     for (const Slot& s : op.inputs)
       for (const Arg& a : s.args) {
-        Access& acc = vars[storage(a.var)];
-        if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
-        acc.readers.push_back(i);
+        uint32_t id = slot(a.var);
+        if (sc.writer[id] >= 0 && uint32_t(sc.writer[id]) != i) edges.emplace_back(uint32_t(sc.writer[id]), i);
+        sc.pool.emplace_back(i, -1);
+        int32_t k = int32_t(sc.pool.size() - 1);
+        if (sc.tail[id] >= 0) sc.pool[size_t(sc.tail[id])].second = k;
+        else sc.head[id] = k;
+        sc.tail[id] = k;
       }
     for (const Slot& s : op.outputs)
       for (const Arg& a : s.args) {
-        Access& acc = vars[storage(a.var)];
-        if (acc.writer >= 0 && uint32_t(acc.writer) != i) edges.emplace_back(uint32_t(acc.writer), i);
-        for (uint32_t r : acc.readers)
-          if (r != i) edges.emplace_back(r, i);
-        acc.readers.clear();
-        acc.writer = int32_t(i);
+        uint32_t id = slot(a.var);
+        if (sc.writer[id] >= 0 && uint32_t(sc.writer[id]) != i) edges.emplace_back(uint32_t(sc.writer[id]), i);
+        for (int32_t k = sc.head[id]; k >= 0; k = sc.pool[size_t(k)].second)
+          if (sc.pool[size_t(k)].first != i) edges.emplace_back(sc.pool[size_t(k)].first, i);
+        sc.head[id] = sc.tail[id] = -1;
+        sc.writer[id] = int32_t(i);
       }
     if (auto c = commCollective(op)) {
       g.ring[i] = c->ring_id;
@@ -69,6 +85,7 @@ Graph buildGraph(const std::vector<Op*>& region, const std::vector<double>& cost
     std::vector<uint32_t> fill(start.begin(), start.end() - 1);
     for (auto [a, b] : edges) list[fill[forward ? a : b]++] = forward ? b : a;
   };
+  for (uint32_t id : sc.touched) sc.writer[id] = sc.head[id] = sc.tail[id] = -1;
   csr(true, g.succ_start, g.succ);
   csr(false, g.pred_start, g.pred);
   g.level.assign(g.n, 0);
@@ -164,7 +181,7 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     std::vector<uint32_t> per_anchor(n + 1, 0);
     for (uint32_t i = 0; i < n; ++i) {
       anchor[i] = i;
-      if (phaseOf(*region[i]) == Phase::Optimize) {
+      if ((opts.facts ? opts.facts->phase(*region[i]) : phaseOf(*region[i])) == Phase::Optimize) {
         anchor[i] = 0;
         for (uint32_t k = g.pred_start[i]; k < g.pred_start[i + 1]; ++k) anchor[i] = std::max(anchor[i], g.pred[k]);
       }

@@ -26,9 +26,9 @@ std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases) {
-  auto inRegion = [phases](const Op& op) {
-    Phase ph = phaseOf(op);
+std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases, OpFactsCache* facts) {
+  auto inRegion = [phases, facts](const Op& op) {
+    Phase ph = facts ? facts->phase(op) : phaseOf(op);
     switch (phases) {
       case RegionPhases::Backward: return ph == Phase::Backward;
       case RegionPhases::BackwardOptimize: return ph == Phase::Backward || ph == Phase::Optimize;
@@ -38,7 +38,7 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases)
   };
   std::vector<std::vector<Op*>> regions(1);
   for (Op& op : entry.ops) {
-    bool movable = !op.attrs.has("sub_block") && inRegion(op);
+    bool movable = inRegion(op) && !op.attrs.has("sub_block");
     if (movable) regions.back().push_back(&op);
     else if (!regions.back().empty()) regions.emplace_back();
   }

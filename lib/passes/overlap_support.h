@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/collectives.h"
+#include "analysis/simulate.h"
 #include "ir/ir.h"
 #include "ops/buffer_views.h"
 #include "passes/refusal.h"
@@ -33,7 +34,8 @@ std::optional<RegionPhases> regionPhasesNamed(std::string_view name);
 // Maximal runs of ops of the entry block that the pass may reorder (ops of `phases`), each in
 // program order. An op with a sub-block (control flow, whose body reads vars the def-use lists do
 // not show on the op) ends a run and is never moved.
-std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases);
+// `facts`, when given, supplies each op's phase (read once per op for the whole pass).
+std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases, OpFactsCache* facts = nullptr);
 
 // Puts `order` (a permutation of `region`, which is contiguous in its block in this order) in place
 // of `region`. O(region) splices; ids and def-use unchanged.
@@ -57,6 +59,7 @@ struct ScheduleOptions {
   size_t window = 1u << 30;
   // Views of one buffer (coalesce_tensor's): a write of a view orders like a write of the buffer.
   const BufferAliases* aliases = nullptr;
+  OpFactsCache* facts = nullptr;  // each op's phase, when given (else read from its attrs)
 };
 
 // Why a collective's result was waited for (the compute stream idled on it).
