@@ -32,14 +32,14 @@ bool known(const Var* v) {
 
 class Verifier {
  public:
-  Verifier(const Job& job, const VerifyOptions& opts) : job_(job), opts_(opts) {}
+  Verifier(const Job& job, const VerifyOptions& opts) : job_(job), opts_(opts), mesh_(job) {}
 
   std::vector<Diagnostic> run() {
     // Replay, the analyses and the passes all work per rank: a job of no ranks is no job.
     if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
-    checkPrograms();
-    checkMeshAgreement(job_, reporter());
+    checkPrograms();  // feeds mesh_ as it reads each var
+    for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
     if (opts_.collectives && problems_.empty()) checkP2PPairing(job_, reporter());
     return std::move(problems_);
@@ -50,6 +50,7 @@ class Verifier {
   const VerifyOptions& opts_;
   std::vector<Diagnostic> problems_;
   ShardingCache shardings_;
+  MeshAgreement mesh_;
 
   void report(std::string pointer, std::string message) {
     if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
@@ -86,10 +87,11 @@ class Verifier {
         report(at + "/rank", "rank " + std::to_string(p->rank) + " is outside the world [0, " + std::to_string(job_.world_size) + ")");
       if (!ranks.insert(p->rank).second) report(at + "/rank", "rank " + std::to_string(p->rank) + " has two programs");
       std::set<int64_t> idxs;
-      for (const auto& b : p->blocks) {
-        if (!idxs.insert(b->idx).second)
-          report(blockPointer(p->position, b->position) + "/idx", "block idx " + std::to_string(b->idx) + " is used twice");
-        checkBlock(*p, *b);
+      for (size_t bi = 0; bi < p->blocks.size(); ++bi) {
+        const Block& b = *p->blocks[bi];
+        if (!idxs.insert(b.idx).second)
+          report(blockPointer(p->position, b.position) + "/idx", "block idx " + std::to_string(b.idx) + " is used twice");
+        checkBlock(*p, b, bi);
       }
       const Block* global = p->blocks.empty() ? nullptr : p->blocks.front().get();
       for (size_t i = 0; i < p->fetch.size(); ++i)
@@ -105,11 +107,12 @@ class Verifier {
     return false;
   }
 
-  void checkBlock(const Program& p, const Block& b) {
-    for (const auto& v : b.vars)
-      if (!v->removed) {
-        checkVarSize(*v);
-        checkSharding(p, *v);
+  void checkBlock(const Program& p, const Block& b, size_t block_index) {
+    for (size_t vi = 0; vi < b.vars.size(); ++vi)
+      if (const Var& v = *b.vars[vi]; !v.removed) {
+        checkVarSize(v);
+        checkSharding(p, v);
+        if (v.hasDistAttr()) mesh_.add(p, block_index, vi, v, shardings_);
       }
     for (const Op& op : b.ops) {
       if (problems_.size() >= opts_.max_problems) return;  // messages walk the block: stay linear
