@@ -88,29 +88,25 @@ HappensBefore::HappensBefore(const Job& job) : job_(job) {
   nodes_.reserve(total);
   edges_.reserve(total * 3);
   group_of_.reserve(total);
-  comm_.reserve(total);
   // (ring, k) -> instance: per ring, a flat list by k; the first member's signature beside it.
   absl::flat_hash_map<int64_t, std::vector<uint32_t>> instance_of;
   std::vector<CollectiveSig> first_sig;
   for (size_t ri = 0; ri < job.programs.size(); ++ri) {
-    const Program& p = *job.programs[ri];
-    uint32_t first = uint32_t(nodes_.size());
-    buildProgram(p, uint32_t(ri));
-    for (uint32_t id = first; id < nodes_.size(); ++id) {
-      if (!comm_[id]) continue;
-      HbNode& n = nodes_[id];
-      const Collective& c = *comm_[id];
-      std::vector<uint32_t>& by_k = instance_of[c.ring_id];
+    comm_.clear();
+    buildProgram(*job.programs[ri], uint32_t(ri));
+    for (const CommNode& cn : comm_) {
+      HbNode& n = nodes_[cn.node];
+      std::vector<uint32_t>& by_k = instance_of[cn.ring_id];
       if (by_k.size() <= n.ring_k) by_k.resize(n.ring_k + 1, kNoNode);
       if (by_k[n.ring_k] == kNoNode) {
         by_k[n.ring_k] = uint32_t(instances_.size());
-        instances_.push_back({c.ring_id, n.ring_k, {}, false});
-        first_sig.push_back(signatureOf(*n.op));
+        instances_.push_back({cn.ring_id, n.ring_k, {}, false});
+        first_sig.push_back(cn.sig);
       }
       uint32_t k = by_k[n.ring_k];
       CollectiveInstance& inst = instances_[k];
-      if (!inst.members.empty() && !pairable(first_sig[k], signatureOf(*n.op))) inst.mismatched = true;
-      inst.members.push_back(id);
+      if (!inst.members.empty() && !pairable(first_sig[k], cn.sig)) inst.mismatched = true;
+      inst.members.push_back(cn.node);
       n.collective = k;
     }
   }
@@ -243,10 +239,8 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
       if (auto r = recorder.find(e); r != recorder.end()) addEdge(r->second, id, HbEdge::Event);
       else waits_unrecorded.emplace_back(id, e);
     }
-    auto c = asCollective(op);
-    if (c && !communicates(*c)) c.reset();
-    comm_.push_back(c);
-    if (c) {
+    if (auto c = asCollective(op); c && communicates(*c)) {
+      comm_.push_back({id, c->ring_id, signatureOf(op)});
       auto [last, first_on_ring] = last_on_ring.try_emplace(c->ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
       n.ring_k = issued_on_ring[c->ring_id]++;

@@ -25,11 +25,9 @@
 // wait on each other in a cycle are a hang.
 // Building is linear in ops + args; walk() is Kahn's algorithm, linear in nodes + edges.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "analysis/collectives.h"
 #include "analysis/ring_order.h"
 #include "ir/ir.h"
 
@@ -140,7 +138,12 @@ class HappensBefore {
   std::vector<uint32_t> unmatched_p2p_;
   uint32_t group_first_ = kNoNode;  // while building: the first node of the open p2p group
   std::vector<uint32_t> group_of_;  // while building: by node, the first node of its p2p group
-  std::vector<std::optional<Collective>> comm_;  // while building: by node, its communicating collective
+  struct CommNode {
+    uint32_t node;
+    int64_t ring_id;
+    CollectiveSig sig;
+  };
+  std::vector<CommNode> comm_;  // while building a program: its communicating collectives, in order
   std::vector<RawEdge> edges_;  // until buildCsr
   std::vector<uint32_t> offsets_, succ_, in_degree_;
   std::vector<HbEdge> succ_kind_;
