@@ -5,6 +5,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "analysis/collectives.h"
 #include "analysis/liveness.h"
 #include "analysis/p2p.h"
@@ -72,38 +74,53 @@ void forEachVar(const std::vector<Slot>& slots, F f) {
 
 // The verifier's rule for collectives paired across ranks: same kind, reduction, dtype and element
 // count, an unknown count (-1) pairing with an unknown one (replay refuses those; validate does not).
-bool pairable(const Op& a, const Op& b) {
-  CollectiveSig x = signatureOf(a), y = signatureOf(b);
+bool pairable(const CollectiveSig& x, const CollectiveSig& y) {
   return x.kind == y.kind && x.reduce == y.reduce && x.dtype == y.dtype && x.numel == y.numel;
 }
 
 }  // namespace
 
 HappensBefore::HappensBefore(const Job& job) : job_(job) {
-  std::map<std::pair<int64_t, size_t>, uint32_t> instance_of;  // (ring, k) -> instance
+  size_t total = 0;
+  for (const auto& p : job.programs)
+    for (const auto& b : p->blocks) total += b->ops.size();
+  // Sized once: a node or edge list grown by doubling copies itself and faults in fresh pages.
+  nodes_.reserve(total);
+  edges_.reserve(total * 3);
+  group_of_.reserve(total);
+  // (ring, k) -> instance: per ring, a flat list by k; the first member's signature beside it.
+  absl::flat_hash_map<int64_t, std::vector<uint32_t>> instance_of;
+  std::vector<CollectiveSig> first_sig;
   for (size_t ri = 0; ri < job.programs.size(); ++ri) {
-    const Program& p = *job.programs[ri];
-    uint32_t first = uint32_t(nodes_.size());
-    buildProgram(p, uint32_t(ri));
-    for (uint32_t id = first; id < nodes_.size(); ++id) {
-      HbNode& n = nodes_[id];
-      auto c = asCollective(*n.op);
-      if (!c || !communicates(*c)) continue;
-      auto [it, made] = instance_of.try_emplace({c->ring_id, n.ring_k}, uint32_t(instances_.size()));
-      if (made) instances_.push_back({c->ring_id, n.ring_k, {}, false});
-      CollectiveInstance& inst = instances_[it->second];
-      if (!inst.members.empty() && !pairable(*nodes_[inst.members.front()].op, *n.op)) inst.mismatched = true;
-      inst.members.push_back(id);
-      n.collective = it->second;
+    comm_.clear();
+    buildProgram(*job.programs[ri], uint32_t(ri));
+    for (const CommNode& cn : comm_) {
+      HbNode& n = nodes_[cn.node];
+      std::vector<uint32_t>& by_k = instance_of[cn.ring_id];
+      if (by_k.size() <= n.ring_k) by_k.resize(n.ring_k + 1, kNoNode);
+      if (by_k[n.ring_k] == kNoNode) {
+        by_k[n.ring_k] = uint32_t(instances_.size());
+        instances_.push_back({cn.ring_id, n.ring_k, {}, false});
+        first_sig.push_back(cn.sig);
+      }
+      uint32_t k = by_k[n.ring_k];
+      CollectiveInstance& inst = instances_[k];
+      if (!inst.members.empty() && !pairable(first_sig[k], cn.sig)) inst.mismatched = true;
+      inst.members.push_back(cn.node);
+      n.collective = k;
     }
   }
+  comm_.clear();
+  comm_.shrink_to_fit();
   // A member present in the file that issues fewer collectives on the ring never arrives.
+  absl::flat_hash_map<int64_t, size_t> present_on;  // ring -> member ranks with a program
   for (uint32_t k = 0; k < instances_.size(); ++k) {
     const CollectiveInstance& inst = instances_[k];
-    size_t present = 0;
-    if (const ProcessGroup* g = job.group(inst.ring_id))
-      for (int64_t r : g->ranks) present += job.program(r) ? 1 : 0;
-    if (inst.members.size() < present) unmatched_.push_back({k, present});
+    auto [it, fresh] = present_on.try_emplace(inst.ring_id, 0);
+    if (fresh)
+      if (const ProcessGroup* g = job.group(inst.ring_id))
+        for (int64_t r : g->ranks) it->second += job.program(r) ? 1 : 0;
+    if (inst.members.size() < it->second) unmatched_.push_back({k, it->second});
   }
   pairPointToPoint();
   buildCsr();
@@ -155,13 +172,25 @@ void HappensBefore::pairPointToPoint() {
 void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
   HbRank rank{p.rank, {"default"}};
   std::unordered_map<std::string, uint32_t> stream_index{{"default", 0}};
+  // Most ops share a few interned dist_attr texts: the stream is decoded once per raw value.
+  absl::flat_hash_map<std::string_view, uint32_t> stream_of_raw;
   ExecutionOrder order(p);
   std::vector<uint32_t> stream_of;
   stream_of.reserve(order.ops.size());
   for (const auto& item : order.ops) {
-    auto [it, fresh] = stream_index.try_emplace(item.op->executionStream(), uint32_t(rank.streams.size()));
-    if (fresh) rank.streams.push_back(it->first);
-    stream_of.push_back(it->second);
+    std::optional<std::string_view> raw;
+    if (item.op->hasDistAttr()) raw = item.op->dist_attr.raw("execution_stream");
+    if (!raw) {
+      stream_of.push_back(0);
+      continue;
+    }
+    auto [known, fresh_raw] = stream_of_raw.try_emplace(*raw, 0);
+    if (fresh_raw) {
+      auto [it, fresh] = stream_index.try_emplace(item.op->executionStream(), uint32_t(rank.streams.size()));
+      if (fresh) rank.streams.push_back(it->first);
+      known->second = it->second;
+    }
+    stream_of.push_back(known->second);
   }
   const size_t streams = rank.streams.size();
   std::vector<uint32_t> stream_tail(streams, kNoNode);
@@ -211,6 +240,7 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
       else waits_unrecorded.emplace_back(id, e);
     }
     if (auto c = asCollective(op); c && communicates(*c)) {
+      comm_.push_back({id, c->ring_id, signatureOf(op)});
       auto [last, first_on_ring] = last_on_ring.try_emplace(c->ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
       n.ring_k = issued_on_ring[c->ring_id]++;

@@ -138,6 +138,12 @@ class HappensBefore {
   std::vector<uint32_t> unmatched_p2p_;
   uint32_t group_first_ = kNoNode;  // while building: the first node of the open p2p group
   std::vector<uint32_t> group_of_;  // while building: by node, the first node of its p2p group
+  struct CommNode {
+    uint32_t node;
+    int64_t ring_id;
+    CollectiveSig sig;
+  };
+  std::vector<CommNode> comm_;  // while building a program: its communicating collectives, in order
   std::vector<RawEdge> edges_;  // until buildCsr
   std::vector<uint32_t> offsets_, succ_, in_degree_;
   std::vector<HbEdge> succ_kind_;

@@ -114,6 +114,9 @@ const std::vector<Member>& JsonObject::items() const {
 }
 
 const std::string_view* JsonObject::find(std::string_view key) const {
+  // Most reads ask for a key the object lacks (an optional attribute): answering that from the
+  // shared split keeps this object unsplit, with no member list allocated for it.
+  if (!members_ && !raw(key)) return nullptr;
   for (const auto& m : items())
     if (m.key == key) return &m.raw;
   return nullptr;

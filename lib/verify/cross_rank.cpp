@@ -1,7 +1,5 @@
 #include "verify/cross_rank.h"
 
-#include <absl/container/flat_hash_map.h>
-
 #include "ir/json_pointer.h"
 #include "verify/sharding.h"
 
@@ -29,35 +27,51 @@ bool sameDeclaration(const Var& a, const Var& b) {
 
 }  // namespace
 
-void checkMeshAgreement(const Job& job, const std::function<void(std::string, std::string)>& report) {
+MeshAgreement::MeshAgreement(const Job& job) {
   if (job.programs.size() < 2) return;
-  // var name -> the first var declaring it sharded (validly); its Sharding is parsed again only
-  // when a later declaration differs from it in text or shape.
-  absl::flat_hash_map<std::string_view, const Var*> first;
-  first.reserve(job.programs.front()->blocks.empty() ? 0 : job.programs.front()->blocks.front()->vars.size());
+  head_ = job.programs.front().get();
+  first_.reserve(head_->blocks.empty() ? 0 : head_->blocks.front()->vars.size());
+  agrees_.resize(head_->blocks.size());
+  for (size_t bi = 0; bi < head_->blocks.size(); ++bi) agrees_[bi].assign(head_->blocks[bi]->vars.size(), 0);
+}
+
+void MeshAgreement::add(const Program& p, size_t bi, size_t vi, const Var& v, ShardingCache& cache) {
+  if (!head_) return;
+  const bool is_head = &p == head_;
+  if (!is_head && bi < agrees_.size() && vi < agrees_[bi].size() && agrees_[bi][vi]) {
+    const Var& h = *head_->blocks[bi]->vars[vi];
+    if (h.name == v.name && sameDeclaration(h, v)) return;
+  }
+  if (!cache.of(v.dist_attr).sharded) return;
+  auto agreed = [&] {
+    if (is_head) agrees_[bi][vi] = 1;
+  };
+  auto it = first_.find(v.name);
+  if (it != first_.end() && sameDeclaration(*it->second, v)) return agreed();
+  auto s = varSharding(v, &problem_, &cache);
+  if (!s) return;  // malformed (the per-var check reports it)
+  if (it == first_.end()) {
+    first_.emplace(v.name, &v);
+    return agreed();
+  }
+  const Var& fv = *it->second;
+  Sharding f = *varSharding(fv, &problem_, &cache);
+  if (f.mesh_shape == s->mesh_shape && f.process_ids == s->process_ids && f.mapping == s->mapping &&
+      (f.global_shape.empty() || s->global_shape.empty() || f.global_shape == s->global_shape))
+    return agreed();
+  found_.emplace_back(varPointer(v) + "/dist_attr", "var \"" + std::string(v.name) + "\" is one tensor sharded differently across ranks: rank " +
+                                                        std::to_string(fv.block->program->rank) + " has " + shardingText(f) + ", rank " +
+                                                        std::to_string(p.rank) + " has " + shardingText(*s));
+}
+
+void checkMeshAgreement(const Job& job, const std::function<void(std::string, std::string)>& report) {
+  MeshAgreement agreement(job);
   ShardingCache cache;
-  std::string problem;
   for (const auto& p : job.programs)
-    for (const auto& b : p->blocks)
-      for (const auto& v : b->vars) {
-        if (v->removed || !v->hasDistAttr() || !cache.of(v->dist_attr).sharded) continue;
-        auto it = first.find(v->name);
-        if (it != first.end() && sameDeclaration(*it->second, *v)) continue;
-        auto s = varSharding(*v, &problem, &cache);
-        if (!s) continue;  // malformed (the per-var check reports it)
-        if (it == first.end()) {
-          first.emplace(v->name, v.get());
-          continue;
-        }
-        const Var& fv = *it->second;
-        Sharding f = *varSharding(fv, &problem, &cache);
-        if (f.mesh_shape == s->mesh_shape && f.process_ids == s->process_ids && f.mapping == s->mapping &&
-            (f.global_shape.empty() || s->global_shape.empty() || f.global_shape == s->global_shape))
-          continue;
-        report(varPointer(*v) + "/dist_attr", "var \"" + std::string(v->name) + "\" is one tensor sharded differently across ranks: rank " +
-                                                  std::to_string(fv.block->program->rank) + " has " + shardingText(f) + ", rank " +
-                                                  std::to_string(p->rank) + " has " + shardingText(*s));
-      }
+    for (size_t bi = 0; bi < p->blocks.size(); ++bi)
+      for (size_t vi = 0; vi < p->blocks[bi]->vars.size(); ++vi)
+        if (const Var& v = *p->blocks[bi]->vars[vi]; !v.removed && v.hasDistAttr()) agreement.add(*p, bi, vi, v, cache);
+  for (auto& [pointer, message] : agreement.take()) report(std::move(pointer), std::move(message));
 }
 
 }  // namespace spopt

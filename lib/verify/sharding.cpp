@@ -43,7 +43,17 @@ ShardingCache::Parsed parse(const JsonObject& dist_attr) {
 
 const ShardingCache::Parsed& ShardingCache::of(const JsonObject& dist_attr) {
   std::string_view text = dist_attr.compactText();
-  if (text.empty()) return scratch_ = parse(dist_attr);  // edited by a pass: not interned
+  if (text.empty()) {
+    // Edited by a pass, so not interned: keyed by what parse() reads, the two members' texts
+    // (a pass gives the vars it adds a few distinct dist_attrs, each parsed once).
+    auto dims = dist_attr.raw("dims_mapping"), mesh = dist_attr.raw("process_mesh");
+    key_.assign(dims.value_or("-"));
+    key_ += '\0';
+    key_ += mesh.value_or("-");
+    auto it = by_content_.find(key_);
+    if (it == by_content_.end()) it = by_content_.emplace(key_, parse(dist_attr)).first;
+    return it->second;
+  }
   auto it = by_text_.find(text.data());
   if (it == by_text_.end()) it = by_text_.emplace(text.data(), parse(dist_attr)).first;
   return it->second;

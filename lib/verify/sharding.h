@@ -33,7 +33,8 @@ class ShardingCache {
 
  private:
   absl::flat_hash_map<const char*, Parsed> by_text_;
-  Parsed scratch_;
+  absl::flat_hash_map<std::string, Parsed> by_content_;  // edited objects, by dims_mapping and process_mesh
+  std::string key_;
 };
 
 // nullopt when `v` shards no dim (no dist_attr, or dims_mapping all -1) or when the sharding is

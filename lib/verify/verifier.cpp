@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "analysis/collectives.h"
-#include "analysis/ring_order.h"
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
 #include "ops/op_verify.h"
@@ -32,14 +31,14 @@ bool known(const Var* v) {
 
 class Verifier {
  public:
-  Verifier(const Job& job, const VerifyOptions& opts) : job_(job), opts_(opts) {}
+  Verifier(const Job& job, const VerifyOptions& opts) : job_(job), opts_(opts), mesh_(job) {}
 
   std::vector<Diagnostic> run() {
     // Replay, the analyses and the passes all work per rank: a job of no ranks is no job.
     if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
-    checkPrograms();
-    checkMeshAgreement(job_, reporter());
+    checkPrograms();  // feeds mesh_ as it reads each var
+    for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
     if (opts_.collectives && problems_.empty()) checkP2PPairing(job_, reporter());
     return std::move(problems_);
@@ -50,6 +49,7 @@ class Verifier {
   const VerifyOptions& opts_;
   std::vector<Diagnostic> problems_;
   ShardingCache shardings_;
+  MeshAgreement mesh_;
 
   void report(std::string pointer, std::string message) {
     if (problems_.size() < opts_.max_problems) problems_.push_back({job_.path, std::move(pointer), std::move(message)});
@@ -86,10 +86,11 @@ class Verifier {
         report(at + "/rank", "rank " + std::to_string(p->rank) + " is outside the world [0, " + std::to_string(job_.world_size) + ")");
       if (!ranks.insert(p->rank).second) report(at + "/rank", "rank " + std::to_string(p->rank) + " has two programs");
       std::set<int64_t> idxs;
-      for (const auto& b : p->blocks) {
-        if (!idxs.insert(b->idx).second)
-          report(blockPointer(p->position, b->position) + "/idx", "block idx " + std::to_string(b->idx) + " is used twice");
-        checkBlock(*p, *b);
+      for (size_t bi = 0; bi < p->blocks.size(); ++bi) {
+        const Block& b = *p->blocks[bi];
+        if (!idxs.insert(b.idx).second)
+          report(blockPointer(p->position, b.position) + "/idx", "block idx " + std::to_string(b.idx) + " is used twice");
+        checkBlock(*p, b, bi);
       }
       const Block* global = p->blocks.empty() ? nullptr : p->blocks.front().get();
       for (size_t i = 0; i < p->fetch.size(); ++i)
@@ -105,11 +106,12 @@ class Verifier {
     return false;
   }
 
-  void checkBlock(const Program& p, const Block& b) {
-    for (const auto& v : b.vars)
-      if (!v->removed) {
-        checkVarSize(*v);
-        checkSharding(p, *v);
+  void checkBlock(const Program& p, const Block& b, size_t block_index) {
+    for (size_t vi = 0; vi < b.vars.size(); ++vi)
+      if (const Var& v = *b.vars[vi]; !v.removed) {
+        checkVarSize(v);
+        checkSharding(p, v);
+        if (v.hasDistAttr()) mesh_.add(p, block_index, vi, v, shardings_);
       }
     for (const Op& op : b.ops) {
       if (problems_.size() >= opts_.max_problems) return;  // messages walk the block: stay linear
@@ -128,7 +130,10 @@ class Verifier {
         }
       }
       if (!resolved) continue;
-      if (auto c = asCollective(op)) checkCollective(p, op, *c);  // its rules are here
+      if (auto c = asCollective(op)) {
+        checkCollective(p, op, *c);  // its rules are here
+        if (communicates(*c)) noteIssue(p, op, *c);
+      }
       else {
         if (auto pp = asPointToPoint(op)) checkP2POp(job_, p, op, *pp, opPtr(op), reporter());
         if (opts_.shapes) checkShapes(op);
@@ -225,17 +230,34 @@ class Verifier {
     if (auto e = checkOpDefinition(view)) report(opPtr(op) + e->where, e->message);
   }
 
-  // For each ring, every member rank present must issue the same sequence of collectives.
+  // What each program issues on each ring, in issue order (blocks order, then ops order: the
+  // order of this walk, which is RingOrder's, analysis/ring_order.h), gathered while checking
+  // each op rather than by another walk over every op.
+  struct Issued {
+    const Op* op;
+    Collective c;
+  };
+  struct Seq {
+    const Program* prog;
+    std::vector<Issued> ops;
+  };
+  std::map<int64_t, std::vector<Seq>> rings_;  // ring -> every program issuing on it, job order
+  int64_t last_ring_ = -1;
+  std::vector<Seq>* last_seqs_ = nullptr;
+
+  void noteIssue(const Program& p, const Op& op, const Collective& c) {
+    if (!last_seqs_ || c.ring_id != last_ring_) {
+      last_ring_ = c.ring_id;
+      last_seqs_ = &rings_[c.ring_id];
+    }
+    if (last_seqs_->empty() || last_seqs_->back().prog != &p) last_seqs_->push_back({&p, {}});
+    last_seqs_->back().ops.push_back({&op, c});
+  }
+
+  // For each ring, every member rank present must issue the same sequence of collectives. Run
+  // only on a job whose every op passed its own rules, so the walk above saw every collective.
   void checkCollectiveOrder() {
-    struct Seq {
-      const Program* prog;
-      std::vector<const Op*> ops;
-    };
-    // The shared alignment (analysis/ring_order.h): every program issuing on each ring, in job order.
-    RingOrder order(job_);
-    std::map<int64_t, std::vector<Seq>> rings;
-    for (const Ring& r : order.rings())
-      for (const RingIssuer& is : r.issuers) rings[r.ring_id].push_back({is.program, is.ops});
+    auto& rings = rings_;
     auto describe = [&](const Op* op) {
       auto c = asCollective(*op);
       const Var* x = op->in(c->in_slot);
@@ -259,10 +281,12 @@ class Verifier {
         size_t n = std::min(ref.ops.size(), other.ops.size());
         bool reported = false;
         for (size_t k = 0; k < n && !reported; ++k) {
-          const Op *a = ref.ops[k], *b = other.ops[k];
-          auto ca = asCollective(*a), cb = asCollective(*b);
+          const Op *a = ref.ops[k].op, *b = other.ops[k].op;
+          const Collective *ca = &ref.ops[k].c, *cb = &other.ops[k].c;
           const Var *xa = a->in(ca->in_slot), *xb = b->in(cb->in_slot);
           bool same = ca->kind == cb->kind && xa && xb && xa->dtype == xb->dtype && xa->numel() == xb->numel();
+          if (same && ca->reduce == cb->reduce && (collectiveRootAttr(ca->kind).empty() || ca->root == cb->root)) continue;
+          // Messages only: built for the (at most one per rank pair) collective that differs.
           std::string head = "ring " + std::to_string(ring) + " collective #" + std::to_string(k) + " differs: ";
           std::string ra = "rank " + std::to_string(ref.prog->rank), rb = "rank " + std::to_string(other.prog->rank);
           if (!same) {
@@ -281,9 +305,9 @@ class Verifier {
         if (!reported && ref.ops.size() != other.ops.size()) {
           const Seq& longer = ref.ops.size() > other.ops.size() ? ref : other;
           const Seq& shorter = ref.ops.size() > other.ops.size() ? other : ref;
-          report(opPtr(*longer.ops[n]), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
+          report(opPtr(*longer.ops[n].op), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
                                             std::to_string(longer.ops.size()) + " collectives but rank " + std::to_string(shorter.prog->rank) +
-                                            " issues " + std::to_string(shorter.ops.size()) + "; first unmatched: " + describe(longer.ops[n]));
+                                            " issues " + std::to_string(shorter.ops.size()) + "; first unmatched: " + describe(longer.ops[n].op));
         }
       }
     }
