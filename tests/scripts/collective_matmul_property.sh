@@ -20,16 +20,18 @@ count=${COLLECTIVE_MATMUL_JOBS:-4}
 seed=${COLLECTIVE_MATMUL_SEED:-$RANDOM}
 RANDOM=$seed
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
+# pick VAR CHOICE...: sets VAR in this shell; $(...) would draw in a subshell, which bash 5
+# reseeds, and the printed seed would not repeat the run.
+pick() { local a=("${@:2}"); printf -v "$1" '%s' "${a[RANDOM % ${#a[@]}]}"; }
 echo "seed $seed, $count jobs"
 fail=0
 for i in $(seq "$count"); do
-  model=$(pick gpt llama) tp=$(pick 2 4 8) dialect=$(pick legacy pir) layers=$(pick 1 2) rows=$(pick "16 2" "512 4")
-  fused=$(pick yes no) phases=$(pick forward all) forms=$(pick both all-gather reduce-scatter) overlap=$(pick yes no)
+  pick model gpt llama; pick tp 2 4 8; pick dialect legacy pir; pick layers 1 2; pick rows "16 2" "512 4"
+  pick fused yes no; pick phases forward all; pick forms both all-gather reduce-scatter; pick overlap yes no
   [ "$fused" = no ] && forms=both
   seq=${rows% *} batch=${rows#* } shard=$((${rows% *} / tp))
   divisors=(); for n in 1 2 4 8; do [ $((shard % n)) = 0 ] && divisors+=("$n"); done
-  chunks=$(pick "${divisors[@]}") divides=yes
+  pick chunks "${divisors[@]}"; divides=yes
   if [ $((RANDOM % 5)) = 0 ]; then chunks=3; while [ $((shard % chunks)) = 0 ]; do chunks=$((chunks + 1)); done; divides=no; fi
   job=$tmp/j$i.json
   "$SP_OPT" gen "$model" --tp "$tp" --dialect "$dialect" --layers "$layers" --hidden 32 --heads 8 --seq "$seq" --batch "$batch" \
