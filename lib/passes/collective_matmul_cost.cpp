@@ -22,25 +22,29 @@ std::string us(double s) {
   return b;
 }
 
-// All-gather form: exchange k (the chunk received by exchange k-1 sent on, the next one
-// received) ends at (k + 1) x transfer, the comm stream running them in turn; each matmul's
-// chunk GEMMs run in step order, step k's once exchange k-1 has landed. `gemms`: one chunk GEMM
-// per matmul of the site, in program order.
-double gatherPipeline(int64_t t, const std::vector<double>& gemms, double comm) {
+// All-gather form, each shard in n pieces: exchange e (the piece received by exchange e-n sent
+// on, the next one received) ends at (e + 1) x transfer, the comm stream running them in turn;
+// each matmul's piece GEMMs run in exchange order, piece i (the own shard's n first) once
+// exchange i-n has landed. `gemms`: one piece GEMM per matmul of the site, in program order.
+double gatherPipeline(int64_t t, int64_t n, const std::vector<double>& gemms, double comm) {
   double end = 0;
   for (double g : gemms)
-    for (int64_t k = 0; k < t; ++k) end = std::max(end, double(k) * comm) + g;
+    for (int64_t i = 0; i < t * n; ++i) end = std::max(end, i < n ? 0 : double(i - n + 1) * comm) + g;
   return end;
 }
 
-// Reduce-scatter form: the compute stream runs partial product k, then adds the accumulator of
-// exchange k-1 (waiting for it) and exchange k sends the sum on; partial k+1 runs while it travels.
-double scatterPipeline(int64_t t, double gemm, double add, double comm) {
-  double compute = gemm, sent = compute + comm;
-  for (int64_t k = 1; k < t; ++k) {
-    compute = std::max(compute + gemm, sent) + add;
-    if (k + 1 < t) sent = compute + comm;
-  }
+// Reduce-scatter form, each chunk in n pieces: the compute stream runs partial product (k, j),
+// then adds the accumulator piece j of step k-1 (waiting for it), and the comm stream sends the sum
+// on once it is free; the next partial runs while it travels.
+double scatterPipeline(int64_t t, int64_t n, double gemm, double add, double comm) {
+  double compute = 0, comm_free = 0;
+  std::vector<double> landed(size_t(n), 0);
+  for (int64_t k = 0; k < t; ++k)
+    for (int64_t j = 0; j < n; ++j) {
+      compute += gemm;
+      if (k > 0) compute = std::max(compute, landed[size_t(j)]) + add;
+      if (k + 1 < t) landed[size_t(j)] = comm_free = std::max(comm_free, compute) + comm;
+    }
   return compute;
 }
 
@@ -58,14 +62,14 @@ double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double part
 
 }  // namespace
 
-CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model) {
+CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, int64_t chunks) {
   CollectiveMatmulEstimate e;
-  const double t = double(m.ranks);
+  const double t = double(m.ranks), n = double(chunks);
   double extras = 0;
   std::vector<double> gemms;
   for (const SiteMatmul& mm : m.matmuls) {
     e.whole_gemm_s += gemmSeconds(mm, model, 1);
-    gemms.push_back(gemmSeconds(mm, model, t));
+    gemms.push_back(gemmSeconds(mm, model, t * n));
     e.chunk_gemm_s += gemms.back();
     const Var* out = OpView(*mm.op).out(mm.grad ? "X@GRAD" : "Out");
     if (m.form == CollectiveMatmulForm::AllGather) extras += copySeconds(bytesOf(out), model);
@@ -73,21 +77,23 @@ CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m
   if (m.form == CollectiveMatmulForm::AllGather && m.whole_read_elsewhere) extras += copySeconds(bytesOf(m.whole), model);
   if (m.form == CollectiveMatmulForm::ReduceScatter)
     extras += copySeconds(bytesOf(OpView(*m.matmuls.front().op).in(m.matmuls.front().grad ? "Out@GRAD" : "X")), model);
+  // In pieces: the own shard split (all-gather form) or the output's pieces joined (reduce-scatter).
+  if (chunks > 1) extras += copySeconds(bytesOf(m.shard), model);
   e.whole_s = e.whole_gemm_s + opCostSeconds(*m.collective, model);
-  e.steps = m.ranks - 1;
-  // One ring step: a chunk to the neighbour over one link, as analyze costs a send (p2pSeconds).
+  e.steps = (m.ranks - 1) * chunks;
+  // One exchange: a piece to the neighbour over one link, as analyze costs a send (p2pSeconds).
   e.fixed_s = model.latency_s + model.step_latency_s;
-  e.chunk_comm_s = e.fixed_s + bytesOf(m.shard) / model.bus_bw;
+  e.chunk_comm_s = e.fixed_s + bytesOf(m.shard) / n / model.bus_bw;
   e.fixed_s += double(m.matmuls.size()) * model.op_overhead_s;
-  // The reduce-scatter form's accumulator add: both operands read and the sum written once.
-  const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / model.mem_bw;
+  // The reduce-scatter form's accumulator add of a piece: both operands read and the sum written once.
+  const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / n / model.mem_bw;
   if (m.form == CollectiveMatmulForm::AllGather) {
-    e.decomposed_s = gatherPipeline(m.ranks, gemms, e.chunk_comm_s) + extras;
+    e.decomposed_s = gatherPipeline(m.ranks, chunks, gemms, e.chunk_comm_s) + extras;
   } else {
-    e.decomposed_s = scatterPipeline(m.ranks, e.chunk_gemm_s, add_s, e.chunk_comm_s) + extras;
+    e.decomposed_s = scatterPipeline(m.ranks, chunks, e.chunk_gemm_s, add_s, e.chunk_comm_s) + extras;
   }
   // What the compute stream waits for the ring: the pipeline less its own work.
-  double work = t * e.chunk_gemm_s + (m.form == CollectiveMatmulForm::ReduceScatter ? (t - 1) * add_s : 0);
+  double work = t * n * e.chunk_gemm_s + (m.form == CollectiveMatmulForm::ReduceScatter ? double(e.steps) * add_s : 0);
   e.exposed_s = std::max(0.0, e.decomposed_s - extras - work);
   return e;
 }

@@ -1,19 +1,22 @@
 #pragma once
 // decompose-collective-matmul's decision for one site on one rank: the site as it is (the
-// collective, then the matmul that waits on it) against the ring that replaces it (t steps, a
-// chunk's GEMM on the compute stream while a neighbour exchange runs on the comm stream), both
-// timed with the analyze cost model (analysis/cost_model.h) under the pass's preset.
+// collective, then the matmul that waits on it) against the ring that replaces it (each of the t
+// shards in `chunks` pieces: (t-1) x chunks exchanges, a piece's GEMM on the compute stream while
+// a neighbour exchange runs on the comm stream), both timed with the analyze cost model
+// (analysis/cost_model.h) under the pass's preset.
 //
-//   step GEMM       computeSeconds of a GEMM on 1/t of the rows, the weight read whole (so a
-//                   chunk that small is memory-bound where the whole GEMM was not)
-//   step transfer   one chunk to the neighbour over one link, as analyze costs a send:
-//                   latency + step latency + chunk bytes / bus bandwidth
+//   step GEMM       computeSeconds of a GEMM on 1/(t x chunks) of the rows, the weight read whole
+//                   (so a piece that small is memory-bound where the whole GEMM was not)
+//   step transfer   one piece to the neighbour over one link, as analyze costs a send:
+//                   latency + step latency + piece bytes / bus bandwidth
 //   extras          the concat of the output row blocks (all-gather form; and of G when another op
-//                   reads it), the split of X and t-1 accumulator adds (reduce-scatter form)
-// The t-1 transfers carry the bytes the ring collective carried, so the ring hides at most the
-// GEMMs' time: what stays exposed is about (t-1) x max(0, transfer - GEMM) per step, and a site
-// whose communication exceeds its GEMM keeps the difference exposed. Declined when the ring is
-// not faster than the site as it is: `latency-bound` when the fixed costs (latency and op
+//                   reads it), the split of X and the adds (reduce-scatter form); in pieces, the
+//                   split of the own shard or the join of the output's pieces
+// The exchanges carry the bytes the ring collective carried, so the ring hides at most the
+// GEMMs' time; each pays the send's latency, so more pieces cost (t-1) x (chunks-1) latencies
+// more and gain only a shorter fill and drain (one piece's GEMM or transfer instead of a shard's).
+// A site whose communication exceeds its GEMM keeps the difference exposed. Declined when the ring
+// is not faster than the site as it is: `latency-bound` when the fixed costs (latency and op
 // overheads) make up most of a step, else `no-gain`.
 #include <string>
 
@@ -27,14 +30,15 @@ struct CollectiveMatmulEstimate {
   double whole_s = 0;       // the collective, then its matmuls
   double whole_gemm_s = 0;  // of whole_s: the matmuls
   double decomposed_s = 0;  // the pipeline, extras included
-  double chunk_gemm_s = 0;  // one chunk's GEMMs (all of the site's matmuls)
-  double chunk_comm_s = 0;  // one chunk's transfer
+  double chunk_gemm_s = 0;  // one piece's GEMMs (all of the site's matmuls)
+  double chunk_comm_s = 0;  // one piece's transfer
   double fixed_s = 0;       // of chunk_gemm_s + chunk_comm_s: latency and op overheads
   double exposed_s = 0;     // of decomposed_s: the compute stream waiting for transfers (exposed comm)
-  int64_t steps = 0;        // neighbour exchanges: t - 1
+  int64_t steps = 0;        // neighbour exchanges: (t - 1) x chunks
 };
 
-CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model);
+// `chunks`: pieces per shard (the pass's chunks=), >= 1, dividing the shard's rows.
+CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, int64_t chunks);
 // Empty when the decomposition pays; else why not, in words when `explaining`.
 Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool explaining);
 // The figures of an accepted site, for --explain.

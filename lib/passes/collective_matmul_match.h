@@ -62,15 +62,16 @@ CollectiveMatmulResult matchCollectiveMatmul(Op& collective, const Collective& c
 
 namespace spopt {
 
-// The rewrite on one rank at ring position `position` (of m.ranks), transfers on `comm_stream`:
-//   all-gather form: a broadcast of each member's shard in ring order (chunk j from rank j) in
-//     place of the all-gather; each matmul becomes one GEMM per chunk, this rank's own shard
-//     first and then the chunks as they arrive, and a concat of the row blocks into its output;
-//     G, when other ops read it, is the concat of the chunks;
-//   reduce-scatter form: X cut into row blocks; per destination j in ring order the partial
-//     product of block j, then its sum onto rank j (a reduce with root j), whose result on this
-//     rank's own position is O.
+// The rewrite on one rank at ring position `position` (of m.ranks), transfers on `comm_stream`,
+// each member's shard in `chunks` row pieces (>= 1, dividing its rows), one exchange a piece:
+//   all-gather form: a ring in place of the all-gather: step k multiplies chunk (p - k), piece by
+//     piece, while its pieces go on to the next member and chunk (p - k - 1)'s arrive; each
+//     matmul becomes one GEMM per piece and a concat of the row blocks into its output; G, when
+//     other ops read it, is the concat of the pieces;
+//   reduce-scatter form: X cut into row blocks; per destination chunk in ring order the partial
+//     products of its pieces, each added to the sum received and passed on, the last (this
+//     rank's own chunk) being O (the pieces joined by a concat).
 // matmul_v2_grad matmuls are split first (their dW GEMM stays whole).
-void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream);
+void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, int64_t chunks);
 
 }  // namespace spopt

@@ -1,6 +1,7 @@
 // Pass decompose-collective-matmul (collective matmul, PyTorch's async TP, XLA's windowed einsum):
-// the forward's communication, which nothing hides, is cut into one chunk per ring member so that
-// a matmul multiplies the chunk in hand while the next travels on the comm stream. The matcher
+// the forward's communication, which nothing hides, is cut into one chunk per ring member (each in
+// chunks= row pieces) so that a matmul multiplies the piece in hand while the next travels on the
+// comm stream. The matcher
 // (collective_matmul_match.h) finds the all-gather -> matmul and matmul -> reduce-scatter sites,
 // forward and backward, and refuses what the math does not allow; the cost model
 // (collective_matmul_cost.h) declines sites whose chunks are latency-bound; the driver
@@ -15,9 +16,10 @@
 //  4. no member's live bytes at the site, plus the chunks, exceed its peak by more than
 //     memory-cap (the overlap pass's cap), else "memory-cap".
 // phases=forward (the default) leaves backward sites to overlap-collectives, which already hides
-// them behind the dW GEMMs (decomposing them measured slower: docs/passes.md). The chunks travel
-// as a ring of neighbour exchanges (send/recv pairs, one group a step) on the ring's comm stream,
-// in the same order on every member (collective_matmul_rewrite.cpp).
+// them behind the dW GEMMs (decomposing them measured slower: docs/passes.md). The pieces travel
+// as a ring of neighbour exchanges (send/recv pairs, one group a piece) on the ring's comm stream,
+// in the same order on every member (collective_matmul_rewrite.cpp). A shard whose rows do not
+// divide into chunks= pieces is refused ("chunks-indivisible"), never cut otherwise.
 #include <algorithm>
 #include <cstdio>
 
@@ -51,6 +53,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     std::string forms = "both";
     std::string preset = "h100-nvlink", link;  // machine_option.h
     double memory_cap = 0.05;
+    int64_t chunks = 1;
   };
   struct Stats {
     Statistic gathers, scatters, saved_ns, peak_before, peak_after;
@@ -77,7 +80,7 @@ class DecomposeCollectiveMatmul final : public Pass {
       if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
       double worst_saving = 1e30;
       for (size_t i : pos.members) {
-        CollectiveMatmulEstimate e = estimateCollectiveMatmul(table.match(i), model);
+        CollectiveMatmulEstimate e = estimateCollectiveMatmul(table.match(i), model, opts_.chunks);
         if (opts_.mode == "auto")
           if (Refusal r = collectiveMatmulCostRefusal(e, ctx.explaining()); !r.empty()) return r;
         worst_saving = std::min(worst_saving, e.whole_s - e.decomposed_s);
@@ -90,7 +93,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     if (ctx.explaining())  // what the ring leaves exposed, on each site it takes
       for (size_t i = 0; i < table.size(); ++i)
         if (table.state(i).change && table.state(i).note.empty())
-          table.state(i).note = {"ring", collectiveMatmulExposure(estimateCollectiveMatmul(table.match(i), model))};
+          table.state(i).note = {"ring", collectiveMatmulExposure(estimateCollectiveMatmul(table.match(i), model, opts_.chunks))};
     table.report(ctx);
     int64_t gathers = 0, scatters = 0;
     for (size_t i = 0; i < table.size(); ++i)
@@ -101,7 +104,7 @@ class DecomposeCollectiveMatmul final : public Pass {
       if (!table.state(i).change) continue;
       const CollectiveMatmulMatch& m = table.match(i);
       const Program& p = *m.collective->block->program;
-      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id));
+      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), opts_.chunks);
     }
     for (auto& p : job.programs) stats.peak_after.raiseTo(profileMemory(*p, 0).peak_bytes);
     stats.gathers = gathers;
@@ -142,6 +145,8 @@ class DecomposeCollectiveMatmul final : public Pass {
                                                               "cutting it only adds chunk GEMMs (phases=all decomposes it)"}};
         if (res.match && !formWanted(res.match->form))
           res = {true, std::nullopt, {"form-off", "forms=" + opts_.forms}};
+        if (res.match && res.match->shard->shape[0] % opts_.chunks != 0)
+          res = {true, std::nullopt, {"chunks-indivisible", explaining ? piecesRefusal(*res.match->shard) : ""}};
         if (res.match && res.match->form == CollectiveMatmulForm::ReduceScatter) {
           const Op* mm = res.match->matmuls.front().op;
           if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), mm) != gathered_matmuls.end())
@@ -152,6 +157,11 @@ class DecomposeCollectiveMatmul final : public Pass {
         table.add(collective, *asCollective(collective), true, std::move(res.match), std::move(res.refusal));
       }
     }
+  }
+
+  std::string piecesRefusal(const Var& shard) const {
+    return std::string(shard.name) + ": its " + std::to_string(shard.shape[0]) + " rows along axis 0 do not divide into chunks=" +
+           std::to_string(opts_.chunks) + " pieces";
   }
 
   // The chunks live beside what is live at the site: the member's peak may rise by memory-cap.
@@ -168,6 +178,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     } else {
       extra = int64_t(m.ranks - 1) * varBytes(*m.shard) + varBytes(*m.matmuls.front().op->inputs[0].args[0].var);
     }
+    if (opts_.chunks > 1) extra += varBytes(*m.shard);  // the own shard's pieces, or O's before they are joined
     int64_t at = prof.live_at[std::min(c.op_index, prof.live_at.size() - 1)] + extra;
     if (double(at) <= double(prof.peak_bytes) * (1 + opts_.memory_cap)) return {};
     return {"memory-cap", "rank " + std::to_string(p.rank) + " would hold " + std::to_string(at) + " bytes at the site, over its peak " +
@@ -182,7 +193,8 @@ PassInfo decomposeCollectiveMatmulPass() {
   PassInfo info;
   info.name = "decompose-collective-matmul";
   info.description =
-      "Cut an all-gather feeding a matmul, or a reduce-scatter of one, into a chunk per ring member, overlapped with the chunk GEMMs";
+      "Cut an all-gather feeding a matmul, or a reduce-scatter of one, into a chunk per ring member (in chunks= pieces), "
+      "overlapped with the piece GEMMs";
   info.options = machineOptions(&O::preset, &O::link);
   info.options.insert(info.options.end(), {
       bindOption(&O::mode, "mode", "auto: where the cost model says it pays; always: every legal site; off: nothing", false,
@@ -192,6 +204,7 @@ PassInfo decomposeCollectiveMatmulPass() {
       bindOption(&O::forms, "forms", "which sites: both, all-gather (the same GEMM rows) or reduce-scatter (reorders a sum)", false,
                  {"both", "all-gather", "reduce-scatter"}),
       bindOption(&O::memory_cap, "memory-cap", "a site's chunks may raise a rank's peak memory at most this fraction"),
+      atLeast(bindOption(&O::chunks, "chunks", "row pieces per member's shard: (t-1) x chunks exchanges, each one latency"), 1),
   });
   using S = DecomposeCollectiveMatmul::Stats;
   info.statistics = {

@@ -53,17 +53,26 @@ bool parseOptionValue(const OptionSpec& spec, std::string_view text, OptionValue
 }
 
 std::string optionExpectText(const OptionSpec& spec) {
+  if (!spec.expect.empty()) return spec.expect;
   switch (spec.kind) {
     case OptionKind::Bool: return "true or false";
     case OptionKind::Int: return "an integer";
     case OptionKind::Float: return "a number";
     case OptionKind::String: break;
   }
-  if (!spec.expect.empty()) return spec.expect;
   if (spec.choices.empty()) return "a string";
   std::string s = "one of ";
   for (size_t i = 0; i < spec.choices.size(); ++i) s += (i ? ", " : "") + spec.choices[i];
   return s;
+}
+
+OptionSpec atLeast(OptionSpec spec, int64_t min) {
+  spec.accepts = [min](std::string_view text) {
+    OptionValue v;
+    return parseOptionValue(OptionKind::Int, text, v) && std::get<int64_t>(v) >= min;
+  };
+  spec.expect = "an integer >= " + std::to_string(min);
+  return spec;
 }
 
 std::string optionValueText(const OptionValue& v) {

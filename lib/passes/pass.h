@@ -36,8 +36,8 @@ struct OptionSpec {
   std::string help;
   bool hidden = false;       // testing aids: parsed as usual, listed only by `sp-opt passes --all`
   std::vector<std::string> choices = {};  // String options: the only values accepted (empty: any)
-  // String options with a grammar (link=BW_GBPS[,LATENCY_US]): whether a value is well formed, and
-  // what one looks like (for the one-line error); null: any value.
+  // Options with a grammar or a range (link=BW_GBPS[,LATENCY_US], an integer >= 1): whether a
+  // value is well formed, and what one looks like (for the one-line error); null: any value.
   std::function<bool(std::string_view)> accepts = nullptr;
   std::string expect = {};
   // Stores a parsed value into the pass's options struct (set by bindOption; null for specs
@@ -88,6 +88,9 @@ OptionSpec bindOption(T Opts::*member, std::string name, std::string help, bool 
   };
   return spec;
 }
+
+// `spec`, an Int option, accepting only values >= `min` (a bad one is the usual one-line error).
+OptionSpec atLeast(OptionSpec spec, int64_t min);
 
 // The options of one configured pass: every declared option, defaults filled in.
 class OptionValues {

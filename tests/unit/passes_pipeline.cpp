@@ -87,6 +87,25 @@ TEST_CASE("bad option values", "[passes][pipeline]") {
   CHECK(pipelineErrorOf("alpha{flag=true,flag=false}") == "--passes: option flag of pass alpha is given twice");
 }
 
+TEST_CASE("an int option with a minimum refuses smaller values in one line", "[passes][pipeline]") {
+  PassRegistry reg;
+  reg.add({"gamma", "a pass with a ranged option", {atLeast({"pieces", OptionKind::Int, "1", "pieces"}, 1)},
+           [](const OptionValues&) { return std::make_unique<NoopPass>(); }});
+  auto error = [&](std::string_view text) -> std::string {
+    try {
+      parsePipeline(text, reg);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(parsePipeline("gamma{pieces=1}", reg)[0].options.getInt("pieces") == 1);
+  CHECK(parsePipeline("gamma{pieces=16}", reg)[0].options.getInt("pieces") == 16);
+  CHECK(error("gamma{pieces=0}") == "--passes: option pieces of pass gamma takes an integer >= 1, got \"0\"");
+  CHECK(error("gamma{pieces=-2}") == "--passes: option pieces of pass gamma takes an integer >= 1, got \"-2\"");
+  CHECK(error("gamma{pieces=two}") == "--passes: option pieces of pass gamma takes an integer >= 1, got \"two\"");
+}
+
 TEST_CASE("syntax errors", "[passes][pipeline]") {
   CHECK(pipelineErrorOf("alpha,,beta-2").find("empty pass name") != std::string::npos);
   CHECK(pipelineErrorOf("alpha,").find("empty pass name") != std::string::npos);
