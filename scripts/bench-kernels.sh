@@ -2,8 +2,8 @@
 # Kernel micro-benchmark: the replay kernels of the vision (ResNet-50 shapes) and language (GPT
 # shapes) jobs, best of N runs, as a markdown table: milliseconds, the achieved rate, and the bound
 # each is held to, measured in the same binary: OpenBLAS GEMM alone on the kernel's own GEMM calls
-# for GEMM-shaped kernels, the bytes the kernel must move at the measured memcpy bandwidth for the
-# rest; ratio = ms / bound ms (goal <= 2, marked **>2** past it). One OpenBLAS thread unless
+# for GEMM-shaped kernels, the bytes the kernel must move at the bandwidth of STREAM's scale loop
+# over 256 MiB (ordinary loads and stores, timed in turn with the kernel) for the rest; ratio = ms / bound ms (goal <= 2, marked **>2** past it). One OpenBLAS thread unless
 # OPENBLAS_NUM_THREADS says otherwise.
 #
 # Usage: scripts/bench-kernels.sh [BUILD_DIR] [--batch N] [--tokens T] [--hidden H] [--seq S] [--vocab V]
