@@ -100,16 +100,16 @@ void compareOptionalObject(Changes& out, std::string_view name, bool before_has,
   compareObjects(out, name, before, after);
 }
 
-// Keys this build does not know, kept raw by the loader.
 // How a PIR file spelled an op or value (attribute types, the type text, the value number): the
 // importer keeps them to write the same file again; they are no part of the program, so a job
 // sent through a PIR file and back compares equal to the job it came from.
 bool pirSpelling(std::string_view key) { return key == pir::kOpKey || key == pir::kVarTypeKey || key == pir::kVarValueKey; }
 
+// Keys this build does not know, kept raw by the loader (PIR spellings aside).
 void compareUnknownFields(Changes& out, std::string_view prefix, const Fields& before, const Fields& after) {
   auto find = [](const Fields& fs, std::string_view key) -> const Field* {
     for (const Field& f : fs)
-      if (f.key == key && !pirSpelling(f.key)) return &f;
+      if (f.key == key) return &f;
     return nullptr;
   };
   auto path = [&](std::string_view key) { return prefix.empty() ? std::string(key) : std::string(prefix) + "." + std::string(key); };

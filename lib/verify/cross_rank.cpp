@@ -64,14 +64,4 @@ void MeshAgreement::add(const Program& p, size_t bi, size_t vi, const Var& v, Sh
                                                         std::to_string(p.rank) + " has " + shardingText(*s));
 }
 
-void checkMeshAgreement(const Job& job, const std::function<void(std::string, std::string)>& report) {
-  MeshAgreement agreement(job);
-  ShardingCache cache;
-  for (const auto& p : job.programs)
-    for (size_t bi = 0; bi < p->blocks.size(); ++bi)
-      for (size_t vi = 0; vi < p->blocks[bi]->vars.size(); ++vi)
-        if (const Var& v = *p->blocks[bi]->vars[vi]; !v.removed && v.hasDistAttr()) agreement.add(*p, bi, vi, v, cache);
-  for (auto& [pointer, message] : agreement.take()) report(std::move(pointer), std::move(message));
-}
-
 }  // namespace spopt

@@ -6,7 +6,6 @@
 // rank outside its ring is the verifier's per-op check.)
 #include <absl/container/flat_hash_map.h>
 
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,13 +15,11 @@
 
 namespace spopt {
 
-// Calls `report(pointer, message)` for each sharded var whose process mesh, dims_mapping or
-// global shape differs from the first rank (job order) that declares it. Linear in vars.
-void checkMeshAgreement(const Job& job, const std::function<void(std::string, std::string)>& report);
-
-// The same check fed var by var, in job order, by a walk that already reads every var (the
-// verifier's): the vars are touched once, not twice. Each add() gets a var that is not removed,
-// has a dist_attr, and its place (block index in its program, var index in the block).
+// Finds each sharded var whose process mesh, dims_mapping or global shape differs from the first
+// rank (job order) that declares it, fed var by var, in job order, by a walk that already reads
+// every var (the verifier's): the vars are touched once. Each add() gets a var that is not
+// removed, has a dist_attr, and its place (block index in its program, var index in the block).
+// Linear in vars.
 class MeshAgreement {
  public:
   explicit MeshAgreement(const Job& job);
