@@ -33,8 +33,9 @@ struct RingStreams {
     compute += seconds;
     work += seconds;
   }
-  void exchange(double seconds, bool sends_sums) {
-    comm_free = std::max(comm_free, sends_sums ? compute : 0.0) + seconds;
+  // An exchange whose sends are made at `ready` (0: before the site).
+  void exchange(double seconds, double ready) {
+    comm_free = std::max(comm_free, ready) + seconds;
     landed.push_back(comm_free);
   }
 };
@@ -47,7 +48,7 @@ template <class Comm>
 RingStreams gatherPipeline(const RingShape& r, int64_t a, int64_t b, const std::vector<double>& gemms, Comm comm) {
   RingStreams s;
   for (int64_t step = 1; step <= a; ++step)
-    for (int64_t j = 0; j < r.chunks; ++j) s.exchange(comm(step <= b ? 2 : 1), false);
+    for (int64_t j = 0; j < r.chunks; ++j) s.exchange(comm(step <= b ? 2 : 1), 0);
   for (double g : gemms)
     for (int64_t step = 0; step <= a; ++step)
       for (int64_t j = 0; j < r.chunks; ++j)
@@ -68,12 +69,44 @@ RingStreams scatterPipeline(const RingShape& r, int64_t a, int64_t b, double gem
       s.run(second ? 2 * gemm : gemm);
       if (k > 0) s.run(add, (k - 1) * n + j);
       if (second && k > a - b) s.run(add, (k - 1) * n + j);
-      s.exchange(comm(second ? 2 : 1), true);
+      s.exchange(comm(second ? 2 : 1), s.compute);
     }
   for (int64_t j = 0; j < n; ++j) {
     s.run(gemm);
     s.run(add, (a - 1) * n + j);
     if (b > 0) s.run(add);
+  }
+  return s;
+}
+
+// Reduce-scatter form, direct: exchange (k, j), k = 1..a, sends the partials made just before it
+// (one a way); the pieces received at step k are summed after step k+1's partials, the first
+// piece received needing no add (it is the accumulator); last the own partial and its add.
+template <class Comm>
+RingStreams directPipeline(const RingShape& r, int64_t a, int64_t b, double gemm, double add, Comm comm) {
+  RingStreams s;
+  const int64_t n = r.chunks;
+  std::vector<int64_t> waiting(size_t(n), 0);  // pieces received, not summed yet
+  std::vector<bool> started(size_t(n), false);  // an accumulator exists
+  auto fold = [&](int64_t j, int64_t exchange) {
+    for (; waiting[size_t(j)] > 0; --waiting[size_t(j)]) {
+      if (started[size_t(j)]) s.run(add, exchange);
+      started[size_t(j)] = true;
+    }
+  };
+  for (int64_t k = 1; k <= a; ++k)
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t peers = k <= b ? 2 : 1;
+      s.run(double(peers) * gemm);
+      const double ready = s.compute;
+      fold(j, (k - 2) * n + j);
+      s.exchange(comm(peers), ready);
+      waiting[size_t(j)] = peers;
+    }
+  for (int64_t j = 0; j < n; ++j) {
+    s.run(gemm);
+    fold(j, (a - 1) * n + j);
+    s.run(add, (a - 1) * n + j);
   }
   return s;
 }
@@ -97,17 +130,21 @@ double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double part
 }
 
 std::string shapeWords(const RingShape& r) {
-  return "; chunks=" + std::to_string(r.chunks) + (r.directions == 2 ? ", both ways" : ", one way");
+  return "; chunks=" + std::to_string(r.chunks) + (r.directions == 2 ? ", both ways" : ", one way") + (r.direct ? ", direct" : "");
 }
 
 }  // namespace
 
-std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t chunks, int directions) {
+std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t chunks, int directions, int route) {
+  // An all-gather's pieces are forwarded as they are (no compute on the way): direct gains nothing.
+  const bool scatter = m.form == CollectiveMatmulForm::ReduceScatter;
   std::vector<RingShape> out;
   for (int64_t n : chunks > 0 ? std::vector<int64_t>{chunks} : std::vector<int64_t>{1, 2, 4})
     if (m.shard->shape[0] % n == 0)
       for (int d : {1, 2})
-        if (d == 1 ? directions != 2 || m.ranks < 3 : directions != 1 && m.ranks >= 3) out.push_back({n, d});
+        if (d == 1 ? directions != 2 || m.ranks < 3 : directions != 1 && m.ranks >= 3)
+          for (bool direct : {false, true})
+            if (direct ? scatter && route != 1 : !scatter || route != 2) out.push_back({n, d, direct});
   return out;
 }
 
@@ -148,7 +185,8 @@ CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m
   // The reduce-scatter form's accumulator add of a piece: both operands read and the sum written once.
   const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / n / model.mem_bw;
   RingStreams s = m.form == CollectiveMatmulForm::AllGather ? gatherPipeline(ring, main, second, gemms, comm)
-                                                           : scatterPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm);
+                  : ring.direct ? directPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm)
+                                : scatterPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm);
   e.decomposed_s = s.compute + extras;
   // What the compute stream waits for the ring: the pipeline less its own work.
   e.exposed_s = std::max(0.0, s.compute - s.work);

@@ -43,8 +43,9 @@ struct CollectiveMatmulEstimate {
 // `ring.chunks` >= 1 divides the shard's rows; `ring.directions` 2 only where t >= 3.
 CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, RingShape ring);
 // The shapes the pass may choose from for a site: `chunks` (0: any of 1, 2, 4) dividing the shard's
-// rows, `directions` (0: either; 2 on a ring of 2 is one way: its neighbours are one rank).
-std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t chunks, int directions);
+// rows, `directions` (0: either; 2 on a ring of 2 is one way: its neighbours are one rank), `route`
+// (0: either; 1: ring; 2: direct, for a reduce-scatter; an all-gather's is always the ring).
+std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t chunks, int directions, int route);
 // Empty when the decomposition pays; else why not, in words when `explaining`.
 Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool explaining);
 // The figures of an accepted site, for --explain.

@@ -54,9 +54,13 @@ struct CollectiveMatmulMatch {
 // TransformerEngine's ring exchange): half the chunks each way, t/2 steps, each exchange carrying a
 // piece to each neighbour at once (so the ring pays half the latencies and the same bytes: a
 // rank's two sends share its link).
+// `direct` (reduce-scatter form): each partial goes straight to its chunk's owner, the member k
+// positions away at step k (a switch connects every pair), so nothing is summed on the way and no
+// exchange waits for an add; the same steps, sends and bytes as the ring.
 struct RingShape {
   int64_t chunks = 1;
   int directions = 1;
+  bool direct = false;
   int64_t mainSteps(int64_t t) const;    // steps of the chain every ring has: t-1, or t/2 both ways
   int64_t secondSteps(int64_t t) const;  // of the other way's chain: 0, or (t-1)/2
 };

@@ -190,11 +190,66 @@ void rewriteReduceScatter(const RingSite& r) {
   b.block().removeVar(m.whole);
 }
 
+// Reduce-scatter form, direct (every member reaches every other over its own switch port, as
+// on NVSwitch): exchange (k, j), k = 1..a, sends piece j of this rank's partial of chunk p - k to
+// member p - k (and, for k <= b, of chunk p + k to p + k) and receives members p + k's (and
+// p - k's) partial of its own chunk. Nothing is summed on the way, so no exchange waits for an
+// add: the pieces received at step k are summed after step k+1's partials. O is the partials
+// received, in step order, plus the own partial last (joined, when n > 1): within check's
+// tolerance, as the ring.
+void rewriteReduceScatterDirect(const RingSite& r) {
+  const CollectiveMatmulMatch& m = r.m;
+  Op& rs = *m.collective;
+  Op* mm = plainMatmul(m.matmuls.front());
+  OpBuilder b(*mm->block);
+  const size_t n = size_t(r.n);
+  const std::string whole(m.whole->name);
+  std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks * r.n, *mm, *mm);
+  std::vector<Var*> acc(n, nullptr);
+  std::vector<std::vector<std::pair<Var*, int64_t>>> pending(n);  // received, not yet summed: (piece, sender)
+  auto partial = [&](int64_t c, size_t j) {
+    return rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + r.tag(c, int64_t(j)));
+  };
+  auto fold = [&](size_t j, Var* x, int64_t from, Var* out) {
+    if (!acc[j]) return void(acc[j] = x);
+    Var* sum = out ? out : r.piece(b, whole + ".acc" + r.tag(from, int64_t(j)), m.shard);
+    add(b, acc[j], x, sum, *mm, *mm);
+    acc[j] = sum;
+  };
+  for (int64_t k = 1; k <= r.a; ++k)
+    for (size_t j = 0; j < n; ++j) {
+      std::vector<int64_t> peers{r.at(-k)};
+      if (k <= r.b) peers.push_back(r.at(k));
+      std::vector<Transfer> sends, recvs;
+      for (int64_t d : peers) sends.push_back({partial(d, j), d});
+      for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
+      pending[j].clear();
+      for (int64_t d : peers) {
+        int64_t from = d == r.at(-k) ? r.at(k) : r.at(-k);
+        recvs.push_back({r.piece(b, whole + ".from" + r.tag(from, int64_t(j)), m.shard), from});
+        pending[j].emplace_back(recvs.back().var, from);
+      }
+      exchange(b, r, sends, recvs, *mm);
+    }
+  std::vector<Var*> sums(n, nullptr);
+  for (size_t j = 0; j < n; ++j) {
+    Var* own = partial(r.p, j);
+    for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
+    fold(j, own, r.p, n == 1 ? m.shard : nullptr);
+    sums[j] = acc[j];
+  }
+  if (n > 1) concatRows(b, sums, m.shard, *mm, *mm);
+  b.block().eraseOp(&rs);
+  b.block().eraseOp(mm);
+  b.block().removeVar(m.whole);
+}
+
 }  // namespace
 
 void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, RingShape shape) {
   RingSite r{m, position, comm_stream, shape.chunks, shape.mainSteps(m.ranks), shape.secondSteps(m.ranks)};
   if (m.form == CollectiveMatmulForm::AllGather) rewriteAllGather(r);
+  else if (shape.direct) rewriteReduceScatterDirect(r);
   else rewriteReduceScatter(r);
 }
 

@@ -53,7 +53,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     std::string forms = "both";
     std::string preset = "h100-nvlink", link;  // machine_option.h
     double memory_cap = 0.05;
-    std::string directions = "auto";
+    std::string directions = "auto", route = "auto";
     int64_t chunks = 0;  // 0: per site
   };
   struct Stats {
@@ -82,7 +82,7 @@ class DecomposeCollectiveMatmul final : public Pass {
       if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
       // One shape for the ring's members (their exchanges pair): the shortest on the slowest member.
       double best = 1e30;
-      for (const RingShape& shape : ringCandidates(table.match(pos.members.front()), opts_.chunks, directions())) {
+      for (const RingShape& shape : ringCandidates(table.match(pos.members.front()), opts_.chunks, directions(), route())) {
         double worst = 0;
         for (size_t i : pos.members) worst = std::max(worst, estimateCollectiveMatmul(table.match(i), model, shape).decomposed_s);
         if (worst < best) best = worst, shapes[pos.members.front()] = shape;
@@ -128,6 +128,7 @@ class DecomposeCollectiveMatmul final : public Pass {
   Options opts_;
 
   int directions() const { return opts_.directions == "one" ? 1 : opts_.directions == "both" ? 2 : 0; }
+  int route() const { return opts_.route == "ring" ? 1 : opts_.route == "direct" ? 2 : 0; }
 
   // Every all-gather and reduce-scatter next to a matmul, in program order. A matmul both fed by
   // a decomposed all-gather and reduce-scattered is decomposed once, on its all-gather side.
@@ -225,6 +226,10 @@ PassInfo decomposeCollectiveMatmulPass() {
                  "one: every chunk one way round the ring (t-1 steps); both: half each way (t/2 steps, half the "
                  "latencies, the same bytes); auto: per site, the shorter ring",
                  false, {"auto", "one", "both"}),
+      bindOption(&O::route, "route",
+                 "reduce-scatter form: ring (sums passed on and added on the way) or direct (each partial straight to "
+                 "its owner over the switch, the adds off the exchanges' path); auto: per site, the shorter",
+                 false, {"auto", "ring", "direct"}),
   });
   using S = DecomposeCollectiveMatmul::Stats;
   info.statistics = {

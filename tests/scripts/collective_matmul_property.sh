@@ -4,7 +4,8 @@
 # all-reduce + split, so only their all-gathers are sites), each decomposed with mode=always, a
 # random chunking (chunks= pieces per shard: a divisor of the shard's seq/tp rows up to 8, 0 (the
 # cost model's choice per site) or, one job in five, a count that does not divide them), a random
-# direction (directions= one | both | auto: both ways is one way on tp 2) and of phases (forward | all)
+# direction (directions= one | both | auto: both ways is one way on tp 2), route (ring | direct |
+# auto: direct for reduce-scatter sites only) and of phases (forward | all)
 # and forms (both | all-gather | reduce-scatter), before or after regather-activations, with or
 # without overlap-collectives after it. A chunking that divides must decompose something, be valid
 # (verifier and hang check) and a ring (sends and receives, no rooted collective, (tp-1) x chunks
@@ -33,7 +34,7 @@ for i in $(seq "$count"); do
   [ "$fused" = no ] && forms=both
   seq=${rows% *} batch=${rows#* } shard=$((${rows% *} / tp))
   divisors=(); for n in 1 2 4 8; do [ $((shard % n)) = 0 ] && divisors+=("$n"); done
-  pick chunks "${divisors[@]}" 0; divides=yes; pick directions one both auto
+  pick chunks "${divisors[@]}" 0; divides=yes; pick directions one both auto; pick route ring direct auto
   if [ $((RANDOM % 5)) = 0 ]; then chunks=3; while [ $((shard % chunks)) = 0 ]; do chunks=$((chunks + 1)); done; divides=no; fi
   job=$tmp/j$i.json
   "$SP_OPT" gen "$model" --tp "$tp" --dialect "$dialect" --layers "$layers" --hidden 32 --heads 8 --seq "$seq" --batch "$batch" \
@@ -42,7 +43,7 @@ for i in $(seq "$count"); do
   [ "$fused" = yes ] && base="fuse-allreduce-split,$base"
   tail=""
   [ "$overlap" = yes ] && tail=",overlap-collectives"
-  pass="decompose-collective-matmul{mode=always,memory-cap=10,phases=$phases,forms=$forms,chunks=$chunks,directions=$directions}"
+  pass="decompose-collective-matmul{mode=always,memory-cap=10,phases=$phases,forms=$forms,chunks=$chunks,directions=$directions,route=$route}"
   what="$model tp $tp $dialect layers $layers seq x batch $rows fused $fused overlap $overlap $pass"
   "$SP_OPT" rewrite "$job" "$tmp/b$i.json" --passes="$base$tail" 2> /dev/null || { echo "FAIL rewrite before: $what"; fail=1; continue; }
   stats=$("$SP_OPT" rewrite "$job" "$tmp/a$i.json" --passes="$base,$pass$tail" --stats --explain 2>&1) ||
@@ -63,7 +64,7 @@ for i in $(seq "$count"); do
   fi
   # Every decomposed site on every rank: (tp-1) x chunks exchanges, one send each, whichever way
   # round (t/2 steps both ways send a piece each way but the last on an even ring: tp-1 in all).
-  ways=$(echo "$stats" | sed -n 's/.*rewritten, note \[ring\]:.*; chunks=\([0-9]*\), \(one\|both\) ways*$/\1 \2/p')
+  ways=$(echo "$stats" | sed -n 's/.*rewritten, note \[ring\]:.*; chunks=\([0-9]*\), \(one\|both\) ways*\(, direct\)*$/\1 \2/p')
   expected=$(echo "$ways" | awk -v t="$tp" '{ s += (t - 1) * $1 } END { print s + 0 }')
   sends=$(grep -o '"send_v2"\|"pd_op.p_send"' "$tmp/a$i.json" | wc -l)
   sites=$(echo "$stats" | sed -n 's/.*figure decomposed-[a-z-]*: \([0-9]*\).*/\1/p' | paste -sd+ | bc)
@@ -73,6 +74,12 @@ for i in $(seq "$count"); do
   want_way=$directions; [ "$tp" = 2 ] && want_way=one
   if [ "$want_way" != auto ] && echo "$ways" | grep -qv " $want_way\$"; then
     echo "FAIL directions=$directions not followed: $what"; fail=1; continue
+  fi
+  rewritten=$(echo "$stats" | grep 'rewritten, note \[ring\]')
+  if echo "$rewritten" | grep -v 'reducescatter' | grep -q ', direct$' ||
+     { [ "$route" = direct ] && echo "$rewritten" | grep 'reducescatter' | grep -qv ', direct$'; } ||
+     { [ "$route" = ring ] && echo "$rewritten" | grep -q ', direct$'; }; then
+    echo "FAIL route=$route not followed (direct is for reduce-scatter sites): $what"; fail=1; continue
   fi
   [ "$chunks" = 0 ] || echo "$ways" | awk -v n="$chunks" '$1 != n { bad = 1 } END { exit bad }' ||
     { echo "FAIL chunks=$chunks not followed: $what"; fail=1; continue; }
