@@ -96,10 +96,10 @@ class Simulator {
   }
 
   // A group of sends and receives (one instance) runs at once; a rank's concurrent sends share its
-  // egress link and its receives its ingress (an NVSwitch port: NCCL's p2p channels split one
-  // GPU's NVLink bandwidth), so each rank's transfers take their fixed cost once and the bytes it
-  // sends, or receives, whichever is more, over the link bandwidth. Members are in node order,
-  // one rank's together.
+  // egress and its receives its ingress (on NVSwitch a GPU's NVLink bandwidth, 900 GB/s both ways
+  // on the H100 SXM datasheet, is its own to the switch whatever the peers), so the group takes
+  // the fixed cost once and the most bytes one rank sends, or receives, over the link bandwidth.
+  // Members are in node order, one rank's together.
   double groupSeconds(const uint32_t* ids, size_t count) const {
     double fixed = 0, bytes = 0, sent = 0, received = 0;
     for (size_t i = 0; i < count; ++i) {

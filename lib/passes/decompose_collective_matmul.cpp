@@ -11,7 +11,9 @@
 // Decision per aligned ring position k, all-or-none on the ring's members:
 //  1. every member's collective #k is a matching site, else "peer-refused";
 //  2. every member's transfers land after the same number of ring collectives, else "ring-order";
-//  3. mode=auto: every member's pipeline beats the site as it is under preset=, else
+//  3. one shape (chunks=, directions=, route=: those given, else the candidates of
+//     ringCandidates) for all members: the one whose ring is shortest on the slowest member;
+//     mode=auto: every member's pipeline beats the site as it is under preset=, else
 //     "latency-bound" / "no-gain" (the slowest member's figures);
 //  4. no member's live bytes at the site, plus the chunks, exceed its peak by more than
 //     memory-cap (the overlap pass's cap), else "memory-cap".

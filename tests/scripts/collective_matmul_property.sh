@@ -76,8 +76,8 @@ for i in $(seq "$count"); do
     echo "FAIL directions=$directions not followed: $what"; fail=1; continue
   fi
   rewritten=$(echo "$stats" | grep 'rewritten, note \[ring\]')
-  if echo "$rewritten" | grep -v 'reducescatter' | grep -q ', direct$' ||
-     { [ "$route" = direct ] && echo "$rewritten" | grep 'reducescatter' | grep -qv ', direct$'; } ||
+  if echo "$rewritten" | grep -Ev 'reducescatter|reduce_scatter' | grep -q ', direct$' ||
+     { [ "$route" = direct ] && echo "$rewritten" | grep -E 'reducescatter|reduce_scatter' | grep -qv ', direct$'; } ||
      { [ "$route" = ring ] && echo "$rewritten" | grep -q ', direct$'; }; then
     echo "FAIL route=$route not followed (direct is for reduce-scatter sites): $what"; fail=1; continue
   fi
