@@ -111,14 +111,14 @@ RingStreams directPipeline(const RingShape& r, int64_t a, int64_t b, double gemm
   return s;
 }
 
-// One GEMM of a site's matmul on `rows` of its row operand (the weight read whole each time), as
-// cost_model.h's computeSeconds charges it.
 double gemmsTotal(const std::vector<double>& gemms) {
   double sum = 0;
   for (double g : gemms) sum += g;
   return sum;
 }
 
+// One GEMM of a site's matmul on `rows` of its row operand (the weight read whole each time), as
+// cost_model.h's computeSeconds charges it.
 double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double parts) {
   OpView v(*mm.op);
   const Var* x = v.in(mm.grad ? "Out@GRAD" : "X");

@@ -55,7 +55,7 @@ struct Transfer {
   int64_t peer;  // ring position
 };
 
-// One ring step's exchange on the comm stream: the sends, then the receives, adjacent so that they
+// One step's exchange on the comm stream: the sends, then the receives, adjacent so that they
 // form one group (analysis/p2p.h): every member sends before it receives, and ungrouped that would
 // wait forever.
 void exchange(OpBuilder& b, const RingSite& r, const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs, Op& before) {
