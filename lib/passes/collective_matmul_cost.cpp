@@ -22,30 +22,99 @@ std::string us(double s) {
   return b;
 }
 
-// All-gather form, each shard in n pieces: exchange e (the piece received by exchange e-n sent
-// on, the next one received) ends at (e + 1) x transfer, the comm stream running them in turn;
-// each matmul's piece GEMMs run in exchange order, piece i (the own shard's n first) once
-// exchange i-n has landed. `gemms`: one piece GEMM per matmul of the site, in program order.
-double gatherPipeline(int64_t t, int64_t n, const std::vector<double>& gemms, double comm) {
-  double end = 0;
+// The two streams of a site's ring, in program order: the comm stream runs the exchanges in turn,
+// the compute stream its ops in turn, each op once the exchange it reads (if any) has landed and
+// each reduce-scatter exchange once the sums it sends are made.
+struct RingStreams {
+  std::vector<double> landed;  // by exchange
+  double compute = 0, comm_free = 0, work = 0;
+  void run(double seconds, int64_t waits_for = -1) {
+    if (waits_for >= 0) compute = std::max(compute, landed[size_t(waits_for)]);
+    compute += seconds;
+    work += seconds;
+  }
+  // An exchange whose sends are made at `ready` (0: before the site).
+  void exchange(double seconds, double ready) {
+    comm_free = std::max(comm_free, ready) + seconds;
+    landed.push_back(comm_free);
+  }
+};
+
+// All-gather form (collective_matmul_rewrite.cpp): exchange (s, j), s = 1..a, brings piece j of
+// chunk p-s (and of p+s while s <= b); the first matmul's step s multiplies them once it has landed,
+// the other matmuls' after it. `gemms`: one piece GEMM per matmul of the site, in program order;
+// `comm(k)`: an exchange carrying k pieces.
+template <class Comm>
+RingStreams gatherPipeline(const RingShape& r, int64_t a, int64_t b, const std::vector<double>& gemms, Comm comm) {
+  RingStreams s;
+  for (int64_t step = 1; step <= a; ++step)
+    for (int64_t j = 0; j < r.chunks; ++j) s.exchange(comm(step <= b ? 2 : 1), 0);
   for (double g : gemms)
-    for (int64_t i = 0; i < t * n; ++i) end = std::max(end, i < n ? 0 : double(i - n + 1) * comm) + g;
-  return end;
+    for (int64_t step = 0; step <= a; ++step)
+      for (int64_t j = 0; j < r.chunks; ++j)
+        for (int dir = 0; dir < (step >= 1 && step <= b ? 2 : 1); ++dir) s.run(g, step == 0 ? -1 : (step - 1) * r.chunks + j);
+  return s;
 }
 
-// Reduce-scatter form, each chunk in n pieces: the compute stream runs partial product (k, j),
-// then adds the accumulator piece j of step k-1 (waiting for it), and the comm stream sends the sum
-// on once it is free; the next partial runs while it travels.
-double scatterPipeline(int64_t t, int64_t n, double gemm, double add, double comm) {
-  double compute = 0, comm_free = 0;
-  std::vector<double> landed(size_t(n), 0);
-  for (int64_t k = 0; k < t; ++k)
+// Reduce-scatter form: step k = 0..a-1, piece j: the partial of the main chain's chunk (and from
+// step a-b on the other way's), then each plus the sum received at step k-1, and exchange (k, j)
+// sends them; last, the own chunk's partial plus what each chain brought.
+template <class Comm>
+RingStreams scatterPipeline(const RingShape& r, int64_t a, int64_t b, double gemm, double add, Comm comm) {
+  RingStreams s;
+  const int64_t n = r.chunks;
+  for (int64_t k = 0; k < a; ++k)
     for (int64_t j = 0; j < n; ++j) {
-      compute += gemm;
-      if (k > 0) compute = std::max(compute, landed[size_t(j)]) + add;
-      if (k + 1 < t) landed[size_t(j)] = comm_free = std::max(comm_free, compute) + comm;
+      bool second = k >= a - b;
+      s.run(second ? 2 * gemm : gemm);
+      if (k > 0) s.run(add, (k - 1) * n + j);
+      if (second && k > a - b) s.run(add, (k - 1) * n + j);
+      s.exchange(comm(second ? 2 : 1), s.compute);
     }
-  return compute;
+  for (int64_t j = 0; j < n; ++j) {
+    s.run(gemm);
+    s.run(add, (a - 1) * n + j);
+    if (b > 0) s.run(add);
+  }
+  return s;
+}
+
+// Reduce-scatter form, direct: exchange (k, j), k = 1..a, sends the partials made just before it
+// (one a way); the pieces received at step k are summed after step k+1's partials, the first
+// piece received needing no add (it is the accumulator); last the own partial and its add.
+template <class Comm>
+RingStreams directPipeline(const RingShape& r, int64_t a, int64_t b, double gemm, double add, Comm comm) {
+  RingStreams s;
+  const int64_t n = r.chunks;
+  std::vector<int64_t> waiting(size_t(n), 0);  // pieces received, not summed yet
+  std::vector<bool> started(size_t(n), false);  // an accumulator exists
+  auto fold = [&](int64_t j, int64_t exchange) {
+    for (; waiting[size_t(j)] > 0; --waiting[size_t(j)]) {
+      if (started[size_t(j)]) s.run(add, exchange);
+      started[size_t(j)] = true;
+    }
+  };
+  for (int64_t k = 1; k <= a; ++k)
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t peers = k <= b ? 2 : 1;
+      s.run(double(peers) * gemm);
+      const double ready = s.compute;
+      fold(j, (k - 2) * n + j);
+      s.exchange(comm(peers), ready);
+      waiting[size_t(j)] = peers;
+    }
+  for (int64_t j = 0; j < n; ++j) {
+    s.run(gemm);
+    fold(j, (a - 1) * n + j);
+    s.run(add, (a - 1) * n + j);
+  }
+  return s;
+}
+
+double gemmsTotal(const std::vector<double>& gemms) {
+  double sum = 0;
+  for (double g : gemms) sum += g;
+  return sum;
 }
 
 // One GEMM of a site's matmul on `rows` of its row operand (the weight read whole each time), as
@@ -60,11 +129,33 @@ double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double part
   return computeSeconds(model, x->dtype, 2 * m * n * k, (m * k + k * n + m * n) * elem, std::cbrt(m * n * k));
 }
 
+std::string shapeWords(const RingShape& r) {
+  return "; chunks=" + std::to_string(r.chunks) + (r.directions == 2 ? ", both ways" : ", one way") + (r.direct ? ", direct" : "");
+}
+
 }  // namespace
 
-CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, int64_t chunks) {
+std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t chunks, int directions, int route) {
+  // An all-gather's pieces are forwarded as they are (no compute on the way): direct gains nothing.
+  const bool scatter = m.form == CollectiveMatmulForm::ReduceScatter;
+  std::vector<RingShape> out;
+  for (int64_t n : chunks > 0 ? std::vector<int64_t>{chunks} : std::vector<int64_t>{1, 2, 4})
+    if (m.shard->shape[0] % n == 0)
+      for (int d : {1, 2})
+        if (d == 1 ? directions != 2 || m.ranks < 3 : directions != 1 && m.ranks >= 3)
+          for (bool direct : {false, true})
+            if (direct ? scatter && route != 1 : !scatter || route != 2) out.push_back({n, d, direct});
+  return out;
+}
+
+int64_t RingShape::mainSteps(int64_t t) const { return directions == 2 ? t / 2 : t - 1; }
+int64_t RingShape::secondSteps(int64_t t) const { return directions == 2 ? (t - 1) / 2 : 0; }
+
+CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, RingShape ring) {
   CollectiveMatmulEstimate e;
+  const int64_t chunks = ring.chunks;
   const double t = double(m.ranks), n = double(chunks);
+  e.ring = ring;
   double extras = 0;
   std::vector<double> gemms;
   for (const SiteMatmul& mm : m.matmuls) {
@@ -80,21 +171,25 @@ CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m
   // In pieces: the own shard split (all-gather form) or the output's pieces joined (reduce-scatter).
   if (chunks > 1) extras += copySeconds(bytesOf(m.shard), model);
   e.whole_s = e.whole_gemm_s + opCostSeconds(*m.collective, model);
-  e.steps = (m.ranks - 1) * chunks;
-  // One exchange: a piece to the neighbour over one link, as analyze costs a send (p2pSeconds).
-  e.fixed_s = model.latency_s + model.step_latency_s;
-  e.chunk_comm_s = e.fixed_s + bytesOf(m.shard) / n / model.bus_bw;
-  e.fixed_s += double(m.matmuls.size()) * model.op_overhead_s;
+  const int64_t main = ring.mainSteps(m.ranks), second = ring.secondSteps(m.ranks);
+  e.steps = main * chunks;
+  // One exchange: a piece to each neighbour it goes to, as analyze costs a group of sends (a
+  // rank's sends share its link: simulate.h): latency once, the pieces' bytes over the link.
+  const double link_fixed = model.latency_s + model.step_latency_s;
+  auto comm = [&](int64_t pieces) { return link_fixed + double(pieces) * bytesOf(m.shard) / n / model.bus_bw; };
+  e.fixed_s = link_fixed;
+  e.chunk_comm_s = comm(second > 0 ? 2 : 1);
+  const double per_step = second > 0 ? 2 : 1;  // chunks a step multiplies
+  e.chunk_gemm_s *= per_step;
+  e.fixed_s += per_step * double(m.matmuls.size()) * model.op_overhead_s;
   // The reduce-scatter form's accumulator add of a piece: both operands read and the sum written once.
   const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / n / model.mem_bw;
-  if (m.form == CollectiveMatmulForm::AllGather) {
-    e.decomposed_s = gatherPipeline(m.ranks, chunks, gemms, e.chunk_comm_s) + extras;
-  } else {
-    e.decomposed_s = scatterPipeline(m.ranks, chunks, e.chunk_gemm_s, add_s, e.chunk_comm_s) + extras;
-  }
+  RingStreams s = m.form == CollectiveMatmulForm::AllGather ? gatherPipeline(ring, main, second, gemms, comm)
+                  : ring.direct ? directPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm)
+                                : scatterPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm);
+  e.decomposed_s = s.compute + extras;
   // What the compute stream waits for the ring: the pipeline less its own work.
-  double work = t * n * e.chunk_gemm_s + (m.form == CollectiveMatmulForm::ReduceScatter ? double(e.steps) * add_s : 0);
-  e.exposed_s = std::max(0.0, e.decomposed_s - extras - work);
+  e.exposed_s = std::max(0.0, s.compute - s.work);
   return e;
 }
 
@@ -105,14 +200,14 @@ Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool expl
   if (explaining)
     r.reason = "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole: a step's GEMMs take " + us(e.chunk_gemm_s) +
                " and its transfer " + us(e.chunk_comm_s) + " (" + us(e.fixed_s) + " of them fixed: latency, op overheads), " +
-               std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps");
+               std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps") + shapeWords(e.ring);
   return r;
 }
 
 std::string collectiveMatmulExposure(const CollectiveMatmulEstimate& e) {
   return "ring " + us(e.decomposed_s) + " against " + us(e.whole_s) + " whole (GEMMs " + us(e.whole_gemm_s) + "); step GEMMs " +
          us(e.chunk_gemm_s) + ", step transfer " + us(e.chunk_comm_s) + ", " + std::to_string(e.steps) + (e.steps == 1 ? " step" : " steps") + ": the compute stream waits " +
-         us(e.exposed_s) + " for transfers";
+         us(e.exposed_s) + " for transfers" + shapeWords(e.ring);
 }
 
 }  // namespace spopt

@@ -7,8 +7,8 @@
 //
 //   step GEMM       computeSeconds of a GEMM on 1/(t x chunks) of the rows, the weight read whole
 //                   (so a piece that small is memory-bound where the whole GEMM was not)
-//   step transfer   one piece to the neighbour over one link, as analyze costs a send:
-//                   latency + step latency + piece bytes / bus bandwidth
+//   step transfer   one piece to the neighbour (two ways: one to each) over one link, as analyze
+//                   costs a group of sends: latency + step latency + the pieces' bytes / bus bw
 //   extras          the concat of the output row blocks (all-gather form; and of G when another op
 //                   reads it), the split of X and the adds (reduce-scatter form); in pieces, the
 //                   split of the own shard or the join of the output's pieces
@@ -17,8 +17,10 @@
 // more and gain only a shorter fill and drain (one piece's GEMM or transfer instead of a shard's).
 // A site whose communication exceeds its GEMM keeps the difference exposed. Declined when the ring
 // is not faster than the site as it is: `latency-bound` when the fixed costs (latency and op
-// overheads) make up most of a step, else `no-gain`.
+// overheads) make up most of a step, else `no-gain`. The pass takes, per site, the shape
+// (chunks, directions) whose ring is shortest on its slowest member.
 #include <string>
+#include <vector>
 
 #include "analysis/cost_model.h"
 #include "passes/collective_matmul_match.h"
@@ -27,6 +29,7 @@
 namespace spopt {
 
 struct CollectiveMatmulEstimate {
+  RingShape ring;
   double whole_s = 0;       // the collective, then its matmuls
   double whole_gemm_s = 0;  // of whole_s: the matmuls
   double decomposed_s = 0;  // the pipeline, extras included
@@ -34,11 +37,15 @@ struct CollectiveMatmulEstimate {
   double chunk_comm_s = 0;  // one piece's transfer
   double fixed_s = 0;       // of chunk_gemm_s + chunk_comm_s: latency and op overheads
   double exposed_s = 0;     // of decomposed_s: the compute stream waiting for transfers (exposed comm)
-  int64_t steps = 0;        // neighbour exchanges: (t - 1) x chunks
+  int64_t steps = 0;        // neighbour exchanges: (t - 1) x chunks one way, t/2 x chunks both ways
 };
 
-// `chunks`: pieces per shard (the pass's chunks=), >= 1, dividing the shard's rows.
-CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, int64_t chunks);
+// `ring.chunks` >= 1 divides the shard's rows; `ring.directions` 2 only where t >= 3.
+CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, RingShape ring);
+// The shapes the pass may choose from for a site: `chunks` (0: any of 1, 2, 4) dividing the shard's
+// rows, `directions` (0: either; 2 on a ring of 2 is one way: its neighbours are one rank), `route`
+// (0: either; 1: ring; 2: direct, for a reduce-scatter; an all-gather's is always the ring).
+std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t chunks, int directions, int route);
 // Empty when the decomposition pays; else why not, in words when `explaining`.
 Refusal collectiveMatmulCostRefusal(const CollectiveMatmulEstimate& e, bool explaining);
 // The figures of an accepted site, for --explain.

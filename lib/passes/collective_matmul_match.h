@@ -49,6 +49,22 @@ struct CollectiveMatmulMatch {
   bool whole_read_elsewhere = false;  // all-gather: G has other readers (rebuilt from the chunks)
 };
 
+// How a site's ring runs: each member's shard in `chunks` row pieces; `directions` 1: every piece
+// goes one way round the ring, t-1 steps; 2 (t >= 3; XLA's bidirectional windowed einsum,
+// TransformerEngine's ring exchange): half the chunks each way, t/2 steps, each exchange carrying a
+// piece to each neighbour at once (so the ring pays half the latencies and the same bytes: a
+// rank's two sends share its link).
+// `direct` (reduce-scatter form): each partial goes straight to its chunk's owner, the member k
+// positions away at step k (a switch connects every pair), so nothing is summed on the way and no
+// exchange waits for an add; the same steps, sends and bytes as the ring.
+struct RingShape {
+  int64_t chunks = 1;
+  int directions = 1;
+  bool direct = false;
+  int64_t mainSteps(int64_t t) const;    // steps of the chain every ring has: t-1, or t/2 both ways
+  int64_t secondSteps(int64_t t) const;  // of the other way's chain: 0, or (t-1)/2
+};
+
 struct CollectiveMatmulResult {
   bool candidate = false;  // a collective next to a matmul: counted in the pass's stats
   std::optional<CollectiveMatmulMatch> match;
@@ -63,15 +79,16 @@ CollectiveMatmulResult matchCollectiveMatmul(Op& collective, const Collective& c
 namespace spopt {
 
 // The rewrite on one rank at ring position `position` (of m.ranks), transfers on `comm_stream`,
-// each member's shard in `chunks` row pieces (>= 1, dividing its rows), one exchange a piece:
-//   all-gather form: a ring in place of the all-gather: step k multiplies chunk (p - k), piece by
-//     piece, while its pieces go on to the next member and chunk (p - k - 1)'s arrive; each
+// each member's shard in `shape.chunks` row pieces (>= 1, dividing its rows), one exchange a piece
+// (to one neighbour, or to both when `shape.directions` is 2):
+//   all-gather form: a ring in place of the all-gather: step k multiplies chunk (p - k) (and p + k
+//     both ways), piece by piece, while its pieces go on and the next step's arrive; each
 //     matmul becomes one GEMM per piece and a concat of the row blocks into its output; G, when
 //     other ops read it, is the concat of the pieces;
 //   reduce-scatter form: X cut into row blocks; per destination chunk in ring order the partial
 //     products of its pieces, each added to the sum received and passed on, the last (this
 //     rank's own chunk) being O (the pieces joined by a concat).
 // matmul_v2_grad matmuls are split first (their dW GEMM stays whole).
-void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, int64_t chunks);
+void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, RingShape shape);
 
 }  // namespace spopt

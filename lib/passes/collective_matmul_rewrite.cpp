@@ -38,7 +38,8 @@ struct RingSite {
   const CollectiveMatmulMatch& m;
   int64_t p;  // this rank's ring position
   const std::string& stream;
-  int64_t n;  // pieces per shard
+  int64_t n;     // pieces per shard
+  int64_t a, b;  // steps of the main chain and of the other way's (0: one way)
   int64_t at(int64_t k) const { return ((p + k) % m.ranks + m.ranks) % m.ranks; }
   // Names of chunk c's piece j: the chunk's own name when it is in one piece.
   std::string tag(int64_t c, int64_t j) const { return std::to_string(c) + (n > 1 ? "." + std::to_string(j) : ""); }
@@ -49,28 +50,34 @@ struct RingSite {
   }
 };
 
-// One ring step's exchange on the comm stream: `out` sent to ring position `to` while `in` is
-// received from `from`, adjacent so that they form one group (analysis/p2p.h): every member sends
-// before it receives, and ungrouped that would wait forever.
-void exchange(OpBuilder& b, const RingSite& r, Var* out, int64_t to, Var* in, int64_t from, Op& before) {
-  for (int pass = 0; pass < 2; ++pass) {
-    NewOp n = pass == 0 ? b.send({r.m.coll.ring_id, to}, out) : b.recv({r.m.coll.ring_id, from}, in);
+struct Transfer {
+  Var* var;
+  int64_t peer;  // ring position
+};
+
+// One step's exchange on the comm stream: the sends, then the receives, adjacent so that they
+// form one group (analysis/p2p.h): every member sends before it receives, and ungrouped that would
+// wait forever.
+void exchange(OpBuilder& b, const RingSite& r, const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs, Op& before) {
+  auto put = [&](NewOp n) {
     n.copyAttrs(*r.m.collective, {"op_role", "op_namescope"});
     if (r.m.collective->hasDistAttr()) n.copyDistAttr(r.m.collective->dist_attr);
     n.stream(r.stream);
     n.insertBefore(before);
-  }
+  };
+  for (const Transfer& s : sends) put(b.send({r.m.coll.ring_id, s.peer}, s.var));
+  for (const Transfer& v : recvs) put(b.recv({r.m.coll.ring_id, v.peer}, v.var));
 }
 
-// All-gather form, each shard in n pieces (the own shard split, when n > 1). Step k multiplies
-// chunk (p - k), its own shard at step 0, piece by piece: exchange (k, j) sends piece j of that
-// chunk on to the next member and receives piece j of chunk (p - k - 1) from the previous one;
-// the last step only multiplies. So every member runs the same (t-1) x n exchanges in the same
-// order, and its i-th send to p+1 pairs with p+1's i-th receive from p. Exchange (k, j) goes
-// right before GEMM (k, j) of the first matmul (an op between two exchanges keeps them two groups:
-// a group's send may not read its own receive); the other matmuls' piece GEMMs go where they were,
-// in the same order. Each matmul's row blocks are concatenated in (chunk, piece) order: the whole
-// GEMM's rows.
+// All-gather form, each shard in n pieces (the own shard split, when n > 1). Step s = 0..a
+// multiplies chunk p - s (the main chain, from the previous member) and, for 1 <= s <= b, chunk
+// p + s (the other way's, from the next), piece by piece; exchange (s+1, j) sends piece j of what
+// step s multiplies on (the own shard both ways at s = 0) and receives piece j of step s+1's
+// chunks. So every member runs the same a x n exchanges in the same order, and its i-th send to
+// a neighbour pairs with that neighbour's i-th receive from it. Exchange (s+1, j) goes right before
+// GEMM (s, j) of the first matmul (an op between two exchanges keeps them two groups: a group's
+// send may not read its own receive); the other matmuls' piece GEMMs go where they were, in the same
+// order. Each matmul's row blocks are concatenated in (chunk, piece) order: the whole GEMM's rows.
 void rewriteAllGather(const RingSite& r) {
   const CollectiveMatmulMatch& m = r.m;
   Op& ag = *m.collective;
@@ -82,18 +89,29 @@ void rewriteAllGather(const RingSite& r) {
   std::stable_sort(mms.begin(), mms.end(), [&](Op* x, Op* y) { return ag.block->isBefore(x, y); });
   std::vector<Var*> own = r.n == 1 ? std::vector<Var*>{m.shard} : splitRows(b, m.shard, r.n, *mms.front(), *mms.front());
   std::copy(own.begin(), own.end(), pieces.begin() + std::ptrdiff_t(size_t(r.p) * n));
+  auto chunksAt = [&](int64_t s) {  // the chunks step s multiplies, main chain first
+    std::vector<int64_t> c{r.at(-s)};
+    if (s >= 1 && s <= r.b) c.push_back(r.at(s));
+    return c;
+  };
   for (Op* mm : mms) {
     std::vector<Var*> blocks(pieces.size(), nullptr);
-    for (int64_t k = 0; k < m.ranks; ++k)
+    for (int64_t s = 0; s <= r.a; ++s)
       for (size_t j = 0; j < n; ++j) {
-        size_t c = size_t(r.at(-k)) * n + j;
-        if (mm == mms.front() && k + 1 < m.ranks) {
-          int64_t next = r.at(-k - 1);
-          Var*& in = pieces[size_t(next) * n + j];
-          in = r.piece(b, std::string(m.whole->name) + ".chunk" + r.tag(next, int64_t(j)), m.shard);
-          exchange(b, r, pieces[c], r.at(1), in, r.at(-1), *mm);
+        if (mm == mms.front() && s < r.a) {
+          std::vector<Transfer> sends{{pieces[size_t(r.at(-s)) * n + j], r.at(1)}}, recvs;
+          if (s + 1 <= r.b) sends.push_back({pieces[size_t(r.at(s)) * n + j], r.at(-1)});
+          for (int64_t next : chunksAt(s + 1)) {
+            Var*& in = pieces[size_t(next) * n + j];
+            in = r.piece(b, std::string(m.whole->name) + ".chunk" + r.tag(next, int64_t(j)), m.shard);
+            recvs.push_back({in, next == r.at(-s - 1) ? r.at(-1) : r.at(1)});
+          }
+          exchange(b, r, sends, recvs, *mm);
         }
-        blocks[c] = rowBlockProduct(b, *mm, pieces[c], int64_t(pieces.size()), *mm, ".rows" + r.tag(r.at(-k), int64_t(j)));
+        for (int64_t c : chunksAt(s)) {
+          size_t i = size_t(c) * n + j;
+          blocks[i] = rowBlockProduct(b, *mm, pieces[i], int64_t(pieces.size()), *mm, ".rows" + r.tag(c, int64_t(j)));
+        }
       }
     concatRows(b, blocks, OpView(*mm).out("Out"), *mm, *mm);
     b.block().eraseOp(mm);
@@ -105,6 +123,7 @@ void rewriteAllGather(const RingSite& r) {
     concatRows(b, pieces, m.whole, *reader, ag);
   }
   b.block().eraseOp(&ag);
+  if (m.whole->readers.empty() && !m.whole_read_elsewhere) b.block().removeVar(m.whole);  // nothing reads G any more
 }
 
 // acc = a + b, before `before`.
@@ -116,39 +135,109 @@ void add(OpBuilder& b, Var* x, Var* y, Var* out, const Op& like, Op& before) {
   n.insertBefore(before);
 }
 
-// Reduce-scatter form, each chunk in n pieces. Step k computes chunk (p + k + 1)'s partial
-// products piece by piece: piece j plus accumulator piece j received from the next member (who
-// summed that chunk one step earlier), the sum sent to the previous one by exchange (k, j); at the
-// last step the chunk is this rank's own and its sums are O (joined, when n > 1). The same
-// (t-1) x n exchanges in the same order on every member, as in the all-gather form. Each chunk's
-// sum is taken in ring order starting after its owner: another order than the reduce-scatter's,
-// so equal within check's tolerance, not bitwise.
+// Reduce-scatter form, each chunk in n pieces. Step k = 0..a-1 computes the partial products of
+// the main chain's chunk p - a + k piece by piece, each plus the sum received from the next member
+// (who summed that chunk one step earlier) and sent to the previous one, and from step a - b on the
+// same for the other way's chunk p + a - k, received from the previous member and sent to the next;
+// last, the own chunk's partials plus what each chain brought are O (joined, when n > 1). The same
+// a x n exchanges in the same order on every member, as in the all-gather form. Each chunk's sum
+// is taken in another order than the reduce-scatter's, so equal within check's tolerance, not
+// bitwise.
 void rewriteReduceScatter(const RingSite& r) {
   const CollectiveMatmulMatch& m = r.m;
   Op& rs = *m.collective;
   Op* mm = plainMatmul(m.matmuls.front());
   OpBuilder b(*mm->block);
   const size_t n = size_t(r.n);
+  const std::string whole(m.whole->name);
   std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks * r.n, *mm, *mm);
-  std::vector<Var*> received(n, nullptr), sums(n, nullptr);
-  for (int64_t k = 0; k < m.ranks; ++k)
+  std::vector<Var*> main_in(n, nullptr), other_in(n, nullptr), sums(n, nullptr);
+  auto partial = [&](int64_t c, size_t j) {
+    return rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + r.tag(c, int64_t(j)));
+  };
+  // `part` plus `received` (none: the partial alone) into `out` (none: a fresh piece named for chunk c).
+  auto sum = [&](Var* part, Var* received, Var* out, const std::string& acc_name, int64_t c, size_t j) {
+    if (!received) return part;
+    Var* acc = out ? out : r.piece(b, whole + acc_name + r.tag(c, int64_t(j)), m.shard);
+    add(b, part, received, acc, *mm, *mm);
+    return acc;
+  };
+  // A step's partials first, then its adds: only the adds wait for the exchange before.
+  for (int64_t k = 0; k < r.a; ++k)
     for (size_t j = 0; j < n; ++j) {
-      int64_t c = r.at(k + 1);
-      const std::string tag = r.tag(c, int64_t(j));
-      Var* part = rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + tag);
-      bool last = k + 1 == m.ranks;
-      Var* acc = part;
-      if (received[j]) {
-        acc = last && n == 1 ? m.shard : r.piece(b, std::string(m.whole->name) + ".acc" + tag, m.shard);
-        add(b, part, received[j], acc, *mm, *mm);
+      const bool other = k >= r.a - r.b;
+      const int64_t c = r.at(k - r.a), c2 = r.at(r.a - k);
+      Var* part = partial(c, j);
+      Var* part2 = other ? partial(c2, j) : nullptr;
+      std::vector<Transfer> sends{{sum(part, main_in[j], nullptr, ".acc", c, j), r.at(-1)}}, recvs;
+      main_in[j] = r.piece(b, whole + ".recv" + r.tag(r.at(k + 1 - r.a), int64_t(j)), m.shard);
+      recvs.push_back({main_in[j], r.at(1)});
+      if (other) {
+        sends.push_back({sum(part2, other_in[j], nullptr, ".accb", c2, j), r.at(1)});
+        other_in[j] = r.piece(b, whole + ".recvb" + r.tag(r.at(r.a - k - 1), int64_t(j)), m.shard);
+        recvs.push_back({other_in[j], r.at(-1)});
       }
-      if (last) {
-        sums[j] = acc;
-        continue;
-      }
-      received[j] = r.piece(b, std::string(m.whole->name) + ".recv" + r.tag(r.at(k + 2), int64_t(j)), m.shard);
-      exchange(b, r, acc, r.at(-1), received[j], r.at(1), *mm);
+      exchange(b, r, sends, recvs, *mm);
     }
+  for (size_t j = 0; j < n; ++j) {
+    Var* own = n == 1 && r.b == 0 ? m.shard : nullptr;
+    sums[j] = sum(partial(r.p, j), main_in[j], own, ".acc", r.p, j);
+    if (r.b > 0) sums[j] = sum(sums[j], other_in[j], n == 1 ? m.shard : nullptr, ".accb", r.p, j);
+  }
+  if (n > 1) concatRows(b, sums, m.shard, *mm, *mm);
+  b.block().eraseOp(&rs);
+  b.block().eraseOp(mm);
+  b.block().removeVar(m.whole);
+}
+
+// Reduce-scatter form, direct (every member reaches every other over its own switch port, as
+// on NVSwitch): exchange (k, j), k = 1..a, sends piece j of this rank's partial of chunk p - k to
+// member p - k (and, for k <= b, of chunk p + k to p + k) and receives members p + k's (and
+// p - k's) partial of its own chunk. Nothing is summed on the way, so no exchange waits for an
+// add: the pieces received at step k are summed after step k+1's partials. O is the partials
+// received, in step order, plus the own partial last (joined, when n > 1): within check's
+// tolerance, as the ring.
+void rewriteReduceScatterDirect(const RingSite& r) {
+  const CollectiveMatmulMatch& m = r.m;
+  Op& rs = *m.collective;
+  Op* mm = plainMatmul(m.matmuls.front());
+  OpBuilder b(*mm->block);
+  const size_t n = size_t(r.n);
+  const std::string whole(m.whole->name);
+  std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks * r.n, *mm, *mm);
+  std::vector<Var*> acc(n, nullptr);
+  std::vector<std::vector<std::pair<Var*, int64_t>>> pending(n);  // received, not yet summed: (piece, sender)
+  auto partial = [&](int64_t c, size_t j) {
+    return rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + r.tag(c, int64_t(j)));
+  };
+  auto fold = [&](size_t j, Var* x, int64_t from, Var* out) {
+    if (!acc[j]) return void(acc[j] = x);
+    Var* sum = out ? out : r.piece(b, whole + ".acc" + r.tag(from, int64_t(j)), m.shard);
+    add(b, acc[j], x, sum, *mm, *mm);
+    acc[j] = sum;
+  };
+  for (int64_t k = 1; k <= r.a; ++k)
+    for (size_t j = 0; j < n; ++j) {
+      std::vector<int64_t> peers{r.at(-k)};
+      if (k <= r.b) peers.push_back(r.at(k));
+      std::vector<Transfer> sends, recvs;
+      for (int64_t d : peers) sends.push_back({partial(d, j), d});
+      for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
+      pending[j].clear();
+      for (int64_t d : peers) {
+        int64_t from = d == r.at(-k) ? r.at(k) : r.at(-k);
+        recvs.push_back({r.piece(b, whole + ".from" + r.tag(from, int64_t(j)), m.shard), from});
+        pending[j].emplace_back(recvs.back().var, from);
+      }
+      exchange(b, r, sends, recvs, *mm);
+    }
+  std::vector<Var*> sums(n, nullptr);
+  for (size_t j = 0; j < n; ++j) {
+    Var* own = partial(r.p, j);
+    for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
+    fold(j, own, r.p, n == 1 ? m.shard : nullptr);
+    sums[j] = acc[j];
+  }
   if (n > 1) concatRows(b, sums, m.shard, *mm, *mm);
   b.block().eraseOp(&rs);
   b.block().eraseOp(mm);
@@ -157,9 +246,10 @@ void rewriteReduceScatter(const RingSite& r) {
 
 }  // namespace
 
-void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, int64_t chunks) {
-  RingSite r{m, position, comm_stream, chunks};
+void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, RingShape shape) {
+  RingSite r{m, position, comm_stream, shape.chunks, shape.mainSteps(m.ranks), shape.secondSteps(m.ranks)};
   if (m.form == CollectiveMatmulForm::AllGather) rewriteAllGather(r);
+  else if (shape.direct) rewriteReduceScatterDirect(r);
   else rewriteReduceScatter(r);
 }
 

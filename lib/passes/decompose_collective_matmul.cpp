@@ -11,7 +11,9 @@
 // Decision per aligned ring position k, all-or-none on the ring's members:
 //  1. every member's collective #k is a matching site, else "peer-refused";
 //  2. every member's transfers land after the same number of ring collectives, else "ring-order";
-//  3. mode=auto: every member's pipeline beats the site as it is under preset=, else
+//  3. one shape (chunks=, directions=, route=: those given, else the candidates of
+//     ringCandidates) for all members: the one whose ring is shortest on the slowest member;
+//     mode=auto: every member's pipeline beats the site as it is under preset=, else
 //     "latency-bound" / "no-gain" (the slowest member's figures);
 //  4. no member's live bytes at the site, plus the chunks, exceed its peak by more than
 //     memory-cap (the overlap pass's cap), else "memory-cap".
@@ -53,7 +55,8 @@ class DecomposeCollectiveMatmul final : public Pass {
     std::string forms = "both";
     std::string preset = "h100-nvlink", link;  // machine_option.h
     double memory_cap = 0.05;
-    int64_t chunks = 1;
+    std::string directions = "auto", route = "auto";
+    int64_t chunks = 0;  // 0: per site
   };
   struct Stats {
     Statistic gathers, scatters, saved_ns, peak_before, peak_after;
@@ -76,15 +79,24 @@ class DecomposeCollectiveMatmul final : public Pass {
     Stats stats;
     int64_t saved_ns = 0;
     DecideOptions decide;
+    std::vector<RingShape> shapes(table.size());
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
       if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
+      // One shape for the ring's members (their exchanges pair): the shortest on the slowest member.
+      double best = 1e30;
+      for (const RingShape& shape : ringCandidates(table.match(pos.members.front()), opts_.chunks, directions(), route())) {
+        double worst = 0;
+        for (size_t i : pos.members) worst = std::max(worst, estimateCollectiveMatmul(table.match(i), model, shape).decomposed_s);
+        if (worst < best) best = worst, shapes[pos.members.front()] = shape;
+      }
       double worst_saving = 1e30;
       for (size_t i : pos.members) {
-        CollectiveMatmulEstimate e = estimateCollectiveMatmul(table.match(i), model, opts_.chunks);
+        shapes[i] = shapes[pos.members.front()];
+        CollectiveMatmulEstimate e = estimateCollectiveMatmul(table.match(i), model, shapes[i]);
         if (opts_.mode == "auto")
           if (Refusal r = collectiveMatmulCostRefusal(e, ctx.explaining()); !r.empty()) return r;
         worst_saving = std::min(worst_saving, e.whole_s - e.decomposed_s);
-        if (Refusal r = memoryRefusal(table.state(i), table.match(i), memory); !r.empty()) return r;
+        if (Refusal r = memoryRefusal(table.state(i), table.match(i), memory, shapes[i].chunks); !r.empty()) return r;
       }
       saved_ns += int64_t(worst_saving * 1e9);
       return {};
@@ -93,7 +105,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     if (ctx.explaining())  // what the ring leaves exposed, on each site it takes
       for (size_t i = 0; i < table.size(); ++i)
         if (table.state(i).change && table.state(i).note.empty())
-          table.state(i).note = {"ring", collectiveMatmulExposure(estimateCollectiveMatmul(table.match(i), model, opts_.chunks))};
+          table.state(i).note = {"ring", collectiveMatmulExposure(estimateCollectiveMatmul(table.match(i), model, shapes[i]))};
     table.report(ctx);
     int64_t gathers = 0, scatters = 0;
     for (size_t i = 0; i < table.size(); ++i)
@@ -104,7 +116,7 @@ class DecomposeCollectiveMatmul final : public Pass {
       if (!table.state(i).change) continue;
       const CollectiveMatmulMatch& m = table.match(i);
       const Program& p = *m.collective->block->program;
-      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), opts_.chunks);
+      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), shapes[i]);
     }
     for (auto& p : job.programs) stats.peak_after.raiseTo(profileMemory(*p, 0).peak_bytes);
     stats.gathers = gathers;
@@ -116,6 +128,9 @@ class DecomposeCollectiveMatmul final : public Pass {
 
  private:
   Options opts_;
+
+  int directions() const { return opts_.directions == "one" ? 1 : opts_.directions == "both" ? 2 : 0; }
+  int route() const { return opts_.route == "ring" ? 1 : opts_.route == "direct" ? 2 : 0; }
 
   // Every all-gather and reduce-scatter next to a matmul, in program order. A matmul both fed by
   // a decomposed all-gather and reduce-scattered is decomposed once, on its all-gather side.
@@ -145,7 +160,7 @@ class DecomposeCollectiveMatmul final : public Pass {
                                                               "cutting it only adds chunk GEMMs (phases=all decomposes it)"}};
         if (res.match && !formWanted(res.match->form))
           res = {true, std::nullopt, {"form-off", "forms=" + opts_.forms}};
-        if (res.match && res.match->shard->shape[0] % opts_.chunks != 0)
+        if (res.match && opts_.chunks > 0 && res.match->shard->shape[0] % opts_.chunks != 0)
           res = {true, std::nullopt, {"chunks-indivisible", explaining ? piecesRefusal(*res.match->shard) : ""}};
         if (res.match && res.match->form == CollectiveMatmulForm::ReduceScatter) {
           const Op* mm = res.match->matmuls.front().op;
@@ -165,7 +180,8 @@ class DecomposeCollectiveMatmul final : public Pass {
   }
 
   // The chunks live beside what is live at the site: the member's peak may rise by memory-cap.
-  Refusal memoryRefusal(const CandidateState& c, const CollectiveMatmulMatch& m, const std::vector<MemoryProfile>& memory) const {
+  Refusal memoryRefusal(const CandidateState& c, const CollectiveMatmulMatch& m, const std::vector<MemoryProfile>& memory,
+                        int64_t chunks) const {
     const Program& p = *c.op->block->program;
     const MemoryProfile& prof = memory[p.position];
     if (c.op->block != p.blocks.front().get() || prof.live_at.empty()) return {};
@@ -178,7 +194,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     } else {
       extra = int64_t(m.ranks - 1) * varBytes(*m.shard) + varBytes(*m.matmuls.front().op->inputs[0].args[0].var);
     }
-    if (opts_.chunks > 1) extra += varBytes(*m.shard);  // the own shard's pieces, or O's before they are joined
+    if (chunks > 1) extra += varBytes(*m.shard);  // the own shard's pieces, or O's before they are joined
     int64_t at = prof.live_at[std::min(c.op_index, prof.live_at.size() - 1)] + extra;
     if (double(at) <= double(prof.peak_bytes) * (1 + opts_.memory_cap)) return {};
     return {"memory-cap", "rank " + std::to_string(p.rank) + " would hold " + std::to_string(at) + " bytes at the site, over its peak " +
@@ -204,7 +220,18 @@ PassInfo decomposeCollectiveMatmulPass() {
       bindOption(&O::forms, "forms", "which sites: both, all-gather (the same GEMM rows) or reduce-scatter (reorders a sum)", false,
                  {"both", "all-gather", "reduce-scatter"}),
       bindOption(&O::memory_cap, "memory-cap", "a site's chunks may raise a rank's peak memory at most this fraction"),
-      atLeast(bindOption(&O::chunks, "chunks", "row pieces per member's shard: (t-1) x chunks exchanges, each one latency"), 1),
+      atLeast(bindOption(&O::chunks, "chunks",
+                         "row pieces per member's shard: (t-1) x chunks exchanges, each one latency; 0: per site, the "
+                         "shortest ring of 1, 2 or 4"),
+              0),
+      bindOption(&O::directions, "directions",
+                 "one: every chunk one way round the ring (t-1 steps); both: half each way (t/2 steps, half the "
+                 "latencies, the same bytes); auto: per site, the shorter ring",
+                 false, {"auto", "one", "both"}),
+      bindOption(&O::route, "route",
+                 "reduce-scatter form: ring (sums passed on and added on the way) or direct (each partial straight to "
+                 "its owner over the switch, the adds off the exchanges' path); auto: per site, the shorter",
+                 false, {"auto", "ring", "direct"}),
   });
   using S = DecomposeCollectiveMatmul::Stats;
   info.statistics = {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <algorithm>
 #include <vector>
 
 #include "analysis/collectives.h"
@@ -84,6 +85,15 @@ struct P2PTransfer {
   DType dtype() const { return kind == P2PKind::Send ? data->dtype() : out->dtype(); }
   int64_t count() const { return kind == P2PKind::Send ? data->numel() : out->numel(); }
 };
+
+// The wire bytes an emulated link (LinkModel) takes for one group of transfers: a rank's sends
+// share its link, and so do its receives (analysis/simulate.h times a group alike), so the more
+// of what it sends and what it receives.
+inline int64_t groupLinkBytes(const std::vector<P2PTransfer>& group) {
+  int64_t sent = 0, received = 0;
+  for (const P2PTransfer& t : group) (t.kind == P2PKind::Send ? sent : received) += t.desc.wire_bytes;
+  return std::max(sent, received);
+}
 
 // What one side of a send/recv pair announces (to its partner, before data moves).
 struct P2PSide {

@@ -222,9 +222,7 @@ class LocalComm final : public Communicator {
     }
     lk.unlock();
     if (link_.on()) {
-      int64_t bytes = 0;
-      for (const P2PTransfer& t : group) bytes = std::max(bytes, t.desc.wire_bytes);
-      std::this_thread::sleep_until(met + link_.duration(bytes));
+      std::this_thread::sleep_until(met + link_.duration(groupLinkBytes(group)));
     }
   }
 

@@ -170,6 +170,23 @@ TEST_CASE("a send or receive costs alpha + bytes / link bandwidth", "[analyze][p
   CHECK(t.step_s == Approx(want));
 }
 
+TEST_CASE("a rank's concurrent sends share its link: a bidirectional exchange costs twice the bytes", "[analyze][p2p]") {
+  // Four ranks, each sending x to both neighbours and receiving both neighbours' in one group.
+  std::string text =
+      "sp-opt.program text 1\nworld_size 4\ngroup ring_id=0 ranks=[0,1,2,3]\nrank 0..3 fetch=[y,z] {\n  block 0 parent=-1 {\n"
+      "    var x : float32[1024,1024]\n    var y : float32[1024,1024]\n    var z : float32[1024,1024]\n"
+      "    {} = send_v2(X=[x]) {ring_id=0, peer=$rank{0: 1, 1: 2, 2: 3, 3: 0}}\n"
+      "    {} = send_v2(X=[x]) {ring_id=0, peer=$rank{0: 3, 1: 0, 2: 1, 3: 2}}\n"
+      "    {Out=[y]} = recv_v2() {ring_id=0, peer=$rank{0: 3, 1: 0, 2: 1, 3: 2}, out_shape=[1024,1024]}\n"
+      "    {Out=[z]} = recv_v2() {ring_id=0, peer=$rank{0: 1, 1: 2, 2: 3, 3: 0}, out_shape=[1024,1024]}\n  }\n}\n";
+  auto job = loadJobFromText(text, "bidi.sptxt");
+  REQUIRE(p2pProblems(*job).empty());
+  HardwareModel m = *presetModel("h100-nvlink");
+  CHECK(simulateStep(*job, m).step_s == Approx(m.latency_s + m.step_latency_s + 2 * 4194304.0 / m.bus_bw));
+  // Each send alone, as opCostSeconds charges it: the group is not one link's worth of bytes.
+  CHECK(opCostSeconds(job->programs[0]->blocks[0]->ops.front(), m) == Approx(m.latency_s + m.step_latency_s + 4194304.0 / m.bus_bw));
+}
+
 TEST_CASE("a legacy ring exchange translates to pd_op.p_send / pd_op.p_recv and back", "[ops][translate][p2p]") {
   auto job = loadJobFromText(p2pRingJob(2), "t.sptxt");
   job->programs[0]->blocks[0]->ops.back().attrs.setInt(job->arena, "dtype", 5);

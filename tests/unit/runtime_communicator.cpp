@@ -257,3 +257,19 @@ TEST_CASE("collective shapes are checked against the rule", "[runtime][comm]") {
   });
   CHECK_THAT(err, Catch::Contains("ring 9 has no process group"));
 }
+
+TEST_CASE("an emulated link takes a group's sends together: the more of what a rank sends and receives", "[runtime][comm][p2p]") {
+  auto transfer = [](P2PKind kind, int64_t bytes) {
+    P2PTransfer t;
+    t.kind = kind;
+    t.desc.wire_bytes = bytes;
+    return t;
+  };
+  // One way round a ring: one piece out, one in.
+  CHECK(groupLinkBytes({transfer(P2PKind::Send, 100), transfer(P2PKind::Recv, 100)}) == 100);
+  // Both ways: two pieces leave over the one link.
+  CHECK(groupLinkBytes({transfer(P2PKind::Send, 100), transfer(P2PKind::Send, 100), transfer(P2PKind::Recv, 100),
+                        transfer(P2PKind::Recv, 50)}) == 200);
+  CHECK(groupLinkBytes({transfer(P2PKind::Recv, 70), transfer(P2PKind::Recv, 80), transfer(P2PKind::Send, 100)}) == 150);
+  CHECK(groupLinkBytes({}) == 0);
+}

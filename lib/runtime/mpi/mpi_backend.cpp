@@ -205,9 +205,7 @@ class MpiComm final : public Communicator {
     });
     awaitP2P(data, group, k, ring_id, "complete");
     if (link_.on()) {
-      int64_t bytes = 0;
-      for (const P2PTransfer& t : group) bytes = std::max(bytes, t.desc.wire_bytes);
-      std::this_thread::sleep_until(met + link_.duration(bytes));
+      std::this_thread::sleep_until(met + link_.duration(groupLinkBytes(group)));
     }
   }
 
