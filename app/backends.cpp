@@ -1,5 +1,6 @@
 #include "backends.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/machine_model.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/cpu_budget.h"
 #include "runtime/local_backend.h"
 #include "support/error.h"
@@ -70,6 +72,13 @@ void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks) {
   int on_host = backend.ranksOnHost(hosted);  // collective under mpi: every process calls it
   if (off && std::string(off) == "off") return;
   rt::configureCpuBudget(hosted, on_host);
+}
+
+void reserveHostMemory(const rt::Backend& backend, const rt::MemoryNeed& need) {
+  if (backend.name() == "nccl") return;  // its tensors live on the GPUs
+  // A cap: the need is a prediction, and a reservation the run does not use stays resident.
+  constexpr int64_t kCap = int64_t(2) << 30;
+  rt::reserveBuffers(size_t(std::clamp<int64_t>(need.total, 0, kCap)), rt::cpuBudget().tokens);
 }
 
 int reportCurrentError(rt::Backend& backend) {

@@ -25,6 +25,11 @@ rt::LinkModel parseLink(const std::string& text, const std::string& backend);
 // OpenBLAS at its full width and no gate (the behaviour before the budget, for benchmarks).
 void configureThreads(rt::Backend& backend, const std::vector<int64_t>& ranks);
 
+// Faults in the host memory the run will use (rt::reserveBuffers: up to the ranks' predicted peak,
+// capped) before any rank's clock starts, so a replay's time is its kernels' and not the first
+// touch of its buffers. Call after configureThreads (it touches on the process's cores).
+void reserveHostMemory(const rt::Backend& backend, const rt::MemoryNeed& need);
+
 // The options replay and check share for how ranks run: --timeout, --link, --single-stream,
 // --memory-limit.
 void addRunOptions(CLI::App& sub, double& timeout_s, std::string& link, bool& single_stream, std::string& memory_limit,

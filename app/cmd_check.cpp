@@ -129,11 +129,12 @@ int runCheck(const Options& o) {
     for (const auto* job : {before.get(), after.get()})
       for (const auto& p : job->programs) rt::checkReplayable(*p);
     // BEFORE's results are kept while AFTER runs: both jobs' peaks count.
-    rt::checkMemoryBudget({before.get(), after.get()}, backend->hostedRanks(ranks), memoryBudget(o.memory_limit, *backend, ranks));
+    const rt::MemoryNeed need = rt::checkMemoryBudget({before.get(), after.get()}, backend->hostedRanks(ranks), memoryBudget(o.memory_limit, *backend, ranks));
     rt::ExecOptions eo{o.seed, o.inputs, false};
     eo.single_stream = o.single_stream;
     eo.timeout = timeout;
     configureThreads(*backend, ranks);
+    reserveHostMemory(*backend, need);
     auto toleranceFor = [&](DType t) {
       rt::Tolerance tol = rt::defaultTolerance(t);
       if (o.rtol) tol.rtol = *o.rtol;

@@ -56,11 +56,12 @@ int runReplay(const Options& o) {
     auto ranks = rt::replayRanks(*job);
     rt::checkOpsReplayable(*job);
     for (const auto& p : job->programs) rt::checkReplayable(*p);
-    rt::checkMemoryBudget({job.get()}, backend->hostedRanks(ranks), memoryBudget(o.memory_limit, *backend, ranks));
+    const rt::MemoryNeed need = rt::checkMemoryBudget({job.get()}, backend->hostedRanks(ranks), memoryBudget(o.memory_limit, *backend, ranks));
     rt::ExecOptions eo{o.seed, o.inputs, !o.trace.empty()};
     eo.single_stream = o.single_stream;
     eo.timeout = timeout;
     configureThreads(*backend, ranks);
+    reserveHostMemory(*backend, need);
 
     std::mutex mu;
     std::map<int64_t, rt::RankRun> hosted;  // kept for --dump, written once every rank succeeded

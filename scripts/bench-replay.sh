@@ -51,7 +51,8 @@ for TP in $RANKS; do
         start=$(date +%s.%N)
         SPOPT_CPU_BUDGET=$budget "$bin" replay "$tmp/job.json" --trace "$tmp/trace.json" > "$tmp/out.txt"
         wall=$(echo "$(date +%s.%N) - $start" | bc -l)
-        # The executor's time: the slowest rank (ranks run concurrently), without load and input filling.
+        # The executor's time: the slowest rank (ranks run concurrently), without loading the job and
+        # reserving its memory (command s counts those); program inputs are generated inside it.
         run=$(awk '$1 == "rank" && $4 == "ms" {if ($3 > m) m = $3} END {print m / 1000}' "$tmp/out.txt")
         if [ -z "${best[$which]:-}" ] || [ "$(echo "$run < ${best[$which]}" | bc -l)" = 1 ]; then
           best[$which]=$run

@@ -131,7 +131,7 @@ void addMiscOps(std::vector<OpDef>& d) {
                .traits = trait::MovesOnly, .rule = ruleCoalesce, .cost = {1, "Input", true}});
   d.push_back({.name = "sgd", .spellings = {legacyName("sgd"), pirName("pd_op.sgd_", true)},
                .inputs = {{"Param", {}, 0, true}, {"LearningRate", {}, 1, true}, {"Grad", {}, 2, true}, {"MasterParam", {}, 3}},
-               .outputs = {{"ParamOut", {}, 0, true}, {"MasterParamOut", {}, 1}}, .traits = trait::InPlace,
+               .outputs = {{"ParamOut", {}, 0, true}, {"MasterParamOut", {}, 1}}, .traits = trait::InPlace | trait::Threaded,
                .rule = ruleSgd, .cost = {2, "Param", true}});
   // Values that enter a program: replay feeds them (from --seed or --inputs), never computes them.
   constexpr uint32_t kEntry = trait::Source | trait::SideEffects | trait::MovesOnly;

@@ -2,12 +2,14 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
 
 namespace spopt::rt {
@@ -33,7 +35,9 @@ size_t sizeClass(size_t n) {
 struct Pool {
   std::mutex mu;
   std::map<size_t, std::vector<void*>> idle;  // by size class
-  BufferPoolStats stats;
+  // Faulted-in memory fresh chunks are cut from first: (next byte, bytes left) per reservation.
+  std::vector<std::pair<std::byte*, size_t>> reserve;
+  BufferPoolStats stats;  // stats.reserved: the bytes left over all of `reserve`
 };
 Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: buffers may be freed during static destruction
@@ -116,16 +120,31 @@ std::shared_ptr<std::byte> allocateBuffer(size_t bytes, bool zero) {
   }
   if (!p) {
     // A class under 2 MiB is cut from a huge-page chunk: its first piece serves the request, the
-    // others go to the idle list (the next requests of the class take them).
+    // others go to the idle list (the next requests of the class take them). The chunk comes
+    // from the reservation while it lasts (already zero: nothing used it).
     size_t chunk = cls < kHuge ? kHuge : cls;
-    p = mapFresh(chunk);
-    if (!p) throw std::bad_alloc();
+    Pool& pl = pool();
+    {
+      std::lock_guard lk(pl.mu);
+      for (auto& [next, left] : pl.reserve)
+        if (left >= chunk) {
+          p = next;
+          next += chunk;
+          left -= chunk;
+          pl.stats.reserved -= chunk;
+          break;
+        }
+    }
+    if (!p) {
+      p = mapFresh(chunk);
+      if (!p) throw std::bad_alloc();
+      std::lock_guard lk(pl.mu);
+      pl.stats.mapped += chunk;  // a tail shorter than a piece stays mapped: unmapping it would end the huge page
+    }
     fresh = true;
     size_t pieces = chunk / cls;
     auto* base = static_cast<std::byte*>(p);
-    Pool& pl = pool();
     std::lock_guard lk(pl.mu);
-    pl.stats.mapped += chunk;  // a tail shorter than a piece stays mapped: unmapping it would end the huge page
     ++pl.stats.fresh;
     for (size_t i = 1; i < pieces; ++i) {
       pl.idle[cls].push_back(base + i * cls);
@@ -134,6 +153,30 @@ std::shared_ptr<std::byte> allocateBuffer(size_t bytes, bool zero) {
   }
   if (zero && !fresh) std::memset(p, 0, (bytes + 63) / 64 * 64);  // a fresh mapping is zero already
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [cls](std::byte* q) { release(q, cls); });
+}
+
+void reserveBuffers(size_t bytes, int threads) {
+  if (kAddressSanitizer || bytes == 0) return;
+  const size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
+  auto* p = static_cast<std::byte*>(mapFresh(n));
+  if (!p) return;  // advice, not a need: the run maps as it goes
+  // Fault every page in (a huge page on its first touch, 4 KiB ones where the kernel gave none),
+  // a share of the huge pages per thread.
+  constexpr size_t kPage = 4096;
+  const size_t huge_pages = n / kHuge, shares = std::min(huge_pages, size_t(std::clamp(threads, 1, 64)));
+  auto touch = [&](size_t share) {
+    for (size_t h = share; h < huge_pages; h += shares)
+      for (size_t b = 0; b < kHuge; b += kPage) reinterpret_cast<volatile char*>(p)[h * kHuge + b] = 0;
+  };
+  std::vector<std::thread> helpers;
+  for (size_t s = 1; s < shares; ++s) helpers.emplace_back(touch, s);
+  touch(0);
+  for (auto& t : helpers) t.join();
+  Pool& pl = pool();
+  std::lock_guard lk(pl.mu);
+  pl.stats.mapped += n;
+  pl.stats.reserved += n;
+  pl.reserve.emplace_back(p, n);
 }
 
 bool bufferPoolActive() { return !kAddressSanitizer; }

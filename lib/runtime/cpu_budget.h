@@ -4,7 +4,8 @@
 // Ranks run as threads (local backend) or processes (mpi), each with a thread per execution stream,
 // and each GEMM may fan out to blas_threads = cores / (ranks this host runs at once) threads: the
 // kernels' own pool (runtime/kernels/parallel.h) with OpenBLAS single-threaded under it. A process-wide gate hands out
-// cores as tokens: a kernel holds one token while it runs, a GEMM as many as its BLAS threads.
+// cores as tokens: a kernel holds one token while it runs, a GEMM (or a trait::Threaded kernel) as many
+// as its BLAS threads.
 // Collectives hold none (they wait on other ranks; holding a core across a wait could deadlock).
 #include <cstddef>
 #include <string_view>

@@ -87,10 +87,10 @@ MemoryNeed memoryNeed(const std::vector<const Job*>& jobs, const std::vector<int
   return need;
 }
 
-void checkMemoryBudget(const std::vector<const Job*>& jobs, const std::vector<int64_t>& ranks, const MemoryBudget& budget) {
-  if (budget.limit <= 0 || jobs.empty()) return;
+MemoryNeed checkMemoryBudget(const std::vector<const Job*>& jobs, const std::vector<int64_t>& ranks, const MemoryBudget& budget) {
+  if (jobs.empty()) return {};
   MemoryNeed need = memoryNeed(jobs, ranks);
-  if (need.total <= budget.limit) return;
+  if (budget.limit <= 0 || need.total <= budget.limit) return need;
   std::string what = "replay needs " + bytesText(need.total) + " for " + std::to_string(ranks.size()) +
                      (ranks.size() == 1 ? " rank" : " ranks") + " (rank " + std::to_string(need.worst_rank) + " peaks at " +
                      bytesText(need.worst_peak);

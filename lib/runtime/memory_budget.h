@@ -40,7 +40,8 @@ struct MemoryNeed {
 };
 MemoryNeed memoryNeed(const std::vector<const Job*>& jobs, const std::vector<int64_t>& ranks);
 
-// Throws InputError (exit 2) naming the rank and its largest var when the need passes the limit.
-void checkMemoryBudget(const std::vector<const Job*>& jobs, const std::vector<int64_t>& ranks, const MemoryBudget& budget);
+// Throws InputError (exit 2) naming the rank and its largest var when the need passes the limit;
+// returns the need (empty when there are no jobs).
+MemoryNeed checkMemoryBudget(const std::vector<const Job*>& jobs, const std::vector<int64_t>& ranks, const MemoryBudget& budget);
 
 }  // namespace spopt::rt

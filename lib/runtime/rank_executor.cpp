@@ -362,7 +362,7 @@ class RankExecutor {
       }
       try {
         std::optional<CoreLease> cores;
-        if (!c) cores.emplace(view.has(trait::Blas) ? cpuBudget().blas_threads : 1);
+        if (!c) cores.emplace(view.has(trait::Blas) || view.has(trait::Threaded) ? cpuBudget().blas_threads : 1);
         fn(ctx);
       } catch (const InputError&) {
         throw;

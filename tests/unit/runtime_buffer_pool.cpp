@@ -46,3 +46,29 @@ TEST_CASE("a tensor from a reused buffer starts at zero", "[runtime][buffer_pool
   for (int64_t i = 0; i < u.numel(); ++i) sum += std::abs(u.data<float>()[i]);
   CHECK(sum == 0);
 }
+
+TEST_CASE("fresh buffers are cut from a reservation, zeroed, before new memory is mapped", "[runtime][buffer_pool]") {
+  if (!bufferPoolActive()) return;
+  // A size class no other test uses, so the idle list cannot serve it.
+  const size_t bytes = (size_t(11) << 20) + 4096;
+  BufferPoolStats before = bufferPoolStats();
+  reserveBuffers(size_t(24) << 20, 2);
+  BufferPoolStats reserved = bufferPoolStats();
+  CHECK(reserved.reserved == before.reserved + (size_t(24) << 20));
+  CHECK(reserved.mapped == before.mapped + (size_t(24) << 20));
+  {
+    auto buf = allocateBuffer(bytes);
+    const auto* p = reinterpret_cast<const unsigned char*>(buf.get());
+    size_t nonzero = 0;
+    for (size_t i = 0; i < bytes; i += 512) nonzero += p[i] != 0;
+    CHECK(nonzero == 0);
+    BufferPoolStats after = bufferPoolStats();
+    CHECK(after.fresh == reserved.fresh + 1);
+    CHECK(after.mapped == reserved.mapped);  // nothing new mapped
+    CHECK(after.reserved < reserved.reserved);
+    std::memset(buf.get(), 0xcd, bytes);
+  }
+  // A second buffer of the class is the first one back (from the idle list), zeroed.
+  auto again = allocateBuffer(bytes);
+  CHECK(reinterpret_cast<const unsigned char*>(again.get())[bytes - 1] == 0);
+}

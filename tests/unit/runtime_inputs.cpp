@@ -248,3 +248,21 @@ TEST_CASE("a vocab shard's ids and labels range over the global vocab its ops na
   Tensor t = fillInput(*with->programs[0]->blocks[0]->lookup("ids"), 0, 3);
   CHECK(*std::max_element(t.data<int64_t>(), t.data<int64_t>() + t.numel()) == 7);
 }
+
+TEST_CASE("a large input is filled in shares of rows that cross its leading dims, each element by its global index", "[runtime][inputs]") {
+  // Local [3,70,1000] of global [3,140,1000] (dim 1 split over 2 ranks): 210 rows of 1000, filled
+  // in shares of 65 rows, so shares start inside a dim-0 slab.
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto job = jobWithVars(R"({"name":"big","shape":[3,70,1000],"dtype":"float64","dist_attr":{"process_mesh":{"shape":[2],"process_ids":[0,1]},"dims_mapping":[-1,0,-1]}})",
+                           2, rank);
+    Tensor t = fillInput(var0(*job), rank, 5);
+    size_t wrong = 0;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 70; ++j)
+        for (int64_t k = 0; k < 1000; ++k) {
+          const uint64_t g = uint64_t((i * 140 + rank * 70 + j) * 1000 + k);
+          wrong += t.data<double>()[(i * 70 + j) * 1000 + k] != elementUniform(5, "big", g);
+        }
+    CHECK(wrong == 0);
+  }
+}

@@ -38,9 +38,11 @@ GemmSplit gemmSplit(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return s;
   // Row blocks of kGemmRowBlock: measured within 2% of one call (re-packing op(B) per block),
   // where 128 rows cost 6-12% and 64 rows 15-20% (OpenBLAS 0.3, AVX-512, one thread).
-  // Column pieces, from n and k alone: up to 8, a multiple of 64 wide, each of a row block's
+  // Column pieces, from n and k alone: up to 4, a multiple of 128 wide, each of a row block's
   // pieces at least 4M multiply-adds, so that a short GEMM still shares out over the threads.
-  constexpr int64_t kMinWork = int64_t(1) << 22, kAlign = 64, kMaxCols = 8;
+  // Each piece re-packs its row block of op(A): 8 pieces 64 wide cost 2-5% more than 4 pieces 128 wide
+  // on a GPT layer's GEMMs (one thread, OpenBLAS Haswell kernels, cold caches).
+  constexpr int64_t kMinWork = int64_t(1) << 22, kAlign = 128, kMaxCols = 4;
   s.row_pieces = (m + kGemmRowBlock - 1) / kGemmRowBlock;
   int64_t cols = std::min<int64_t>({kMaxCols, n / kAlign, kGemmRowBlock * n * k / kMinWork});
   if (cols > 1) {

@@ -9,6 +9,7 @@
 #include "ops/shape_math.h"  // dtypeFromPaddleCode, shared with the verifier
 #include "ir/json_text.h"
 #include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/registry.h"
 
 namespace spopt::rt {
@@ -98,7 +99,12 @@ void sgd(KernelContext& c) {
     const T* g = grad.data<T>();
     T* o = out.data<T>();
     T r = T(rate);
-    for (int64_t i = 0, n = param.numel(); i < n; ++i) o[i] = p[i] - r * g[i];
+    // A step reads and writes every parameter: shared out in fixed slices (trait::Threaded).
+    constexpr int64_t kSlice = int64_t(1) << 16;
+    const int64_t n = param.numel(), slices = (n + kSlice - 1) / kSlice;
+    parallelFor(slices, slices > 1 ? gemmWidth() : 1, [&](int64_t s) {
+      for (int64_t i = s * kSlice, e = std::min(n, i + kSlice); i < e; ++i) o[i] = p[i] - r * g[i];
+    });
   });
 }
 
