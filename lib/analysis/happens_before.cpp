@@ -177,9 +177,20 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
   ExecutionOrder order(p);
   std::vector<uint32_t> stream_of;
   stream_of.reserve(order.ops.size());
+  // Whether each op names events (waits or records): most ops have no dist_attr or one without
+  // either, so the event attributes are decoded only where they are present.
+  std::vector<uint8_t> has_events;
+  has_events.reserve(order.ops.size());
   for (const auto& item : order.ops) {
     std::optional<std::string_view> raw;
-    if (item.op->hasDistAttr()) raw = item.op->dist_attr.raw("execution_stream");
+    bool events = false;
+    if (item.op->hasDistAttr()) {
+      for (const Member& m : item.op->dist_attr.peekMembers()) {
+        if (m.key == "execution_stream") raw = m.raw;
+        else if (m.key == "events_to_wait" || m.key == "event_to_record") events = true;
+      }
+    }
+    has_events.push_back(events);
     if (!raw) {
       stream_of.push_back(0);
       continue;
@@ -235,10 +246,11 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
       if (!last_reader.empty())
         for (size_t t = 0; t < streams; ++t) addEdge(last_reader[v.id * streams + t], id, HbEdge::Reuse);
     });
-    for (const std::string& e : eventsToWait(op)) {
-      if (auto r = recorder.find(e); r != recorder.end()) addEdge(r->second, id, HbEdge::Event);
-      else waits_unrecorded.emplace_back(id, e);
-    }
+    if (has_events[i])
+      for (const std::string& e : eventsToWait(op)) {
+        if (auto r = recorder.find(e); r != recorder.end()) addEdge(r->second, id, HbEdge::Event);
+        else waits_unrecorded.emplace_back(id, e);
+      }
     if (auto c = asCollective(op); c && communicates(*c)) {
       comm_.push_back({id, c->ring_id, signatureOf(op)});
       auto [last, first_on_ring] = last_on_ring.try_emplace(c->ring_id, id);
@@ -248,7 +260,7 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
       auto [last, first_on_ring] = last_on_ring.try_emplace(p2p->ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
     }
-    if (std::string e = eventToRecord(op); !e.empty()) {
+    if (std::string e = has_events[i] ? eventToRecord(op) : std::string(); !e.empty()) {
       recorder[e] = id;
       first_recorder_after.try_emplace(e, id);
     }

@@ -139,6 +139,16 @@ Var* Block::lookup(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+EditJournal* journalOf(const Block* b) {
+  return b && b->program && b->program->job ? b->program->job->journal : nullptr;
+}
+}  // namespace
+
+void journalOp(Op& op) {
+  if (EditJournal* j = journalOf(op.block)) j->ops.push_back(&op);
+}
+
 Var* Block::addVarIfNew(Var v) {
   auto [it, fresh] = by_name_.try_emplace(v.name, nullptr);
   if (!fresh) return nullptr;
@@ -147,6 +157,7 @@ Var* Block::addVarIfNew(Var v) {
   owned->id = program->next_var_id++;
   it->second = owned.get();
   vars.push_back(std::move(owned));
+  if (EditJournal* j = journalOf(this)) j->vars.push_back(it->second);
   return it->second;
 }
 
@@ -157,6 +168,7 @@ Var* Block::addVar(Var v) {
   Var* raw = owned.get();
   by_name_[raw->name] = raw;
   vars.push_back(std::move(owned));
+  if (EditJournal* j = journalOf(this)) j->vars.push_back(raw);
   return raw;
 }
 
@@ -164,6 +176,7 @@ void Block::removeVar(Var* v) {
   if (!v->readers.empty() || !v->writers.empty())
     throw std::logic_error("removeVar: var '" + std::string(v->name) + "' is still used");
   v->removed = true;
+  if (EditJournal* j = journalOf(this)) j->vars.push_back(v);
   auto it = by_name_.find(v->name);
   if (it != by_name_.end() && it->second == v) by_name_.erase(it);
 }
@@ -180,6 +193,7 @@ void Block::renameVar(Var* v, std::string_view name) {
     if (f == v->name && position == 0) f = name;  // fetch names block 0's vars
   v->name = name;
   by_name_[name] = v;
+  if (EditJournal* j = journalOf(this)) j->vars.push_back(v);
 }
 
 Op* Block::insertOp(OpIter pos, Op op) {
@@ -198,10 +212,18 @@ Op* Block::insertOp(OpIter pos, Op op) {
       }
     }
   }
+  if (EditJournal* j = journalOf(this)) {
+    j->ops.push_back(o);
+    j->erased.erase(o);
+  }
   return o;
 }
 
 void Block::eraseOp(Op* op) {
+  if (EditJournal* j = journalOf(this)) {
+    j->erased.insert(op);
+    if (auto ring = op->attrs.getInt("ring_id")) j->erased_rings.push_back(*ring);
+  }
   for (auto& s : op->inputs)
     for (auto& a : s.args)
       if (a.var) unlink(a.var->readers, op);
@@ -216,6 +238,7 @@ void Block::moveOp(Op* op, OpIter pos) {
   if (op->block != this) throw std::logic_error("moveOp: op " + std::string(op->type) + " is not in this block");
   if (pos == op->self) return;
   ops.splice(pos, ops, op->self);  // iterators and addresses stay valid
+  if (EditJournal* j = journalOf(this)) j->moved.push_back(op);
   positions_dirty_ = true;
 }
 
@@ -280,6 +303,7 @@ void pointArg(Op& op, std::vector<Slot>& slots, std::string_view slot, size_t i,
     a.var = to;
     a.name = to->name;
     (to->*users).push_back(&op);
+    journalOp(op);
     return;
   }
   throw std::logic_error(std::string(what) + ": op " + std::string(op.type) + " has no slot " + std::string(slot));
@@ -306,6 +330,7 @@ size_t replaceAllUses(Var* from, Var* to) {
         a.var = to;
         a.name = to->name;
         to->readers.push_back(op);
+        journalOp(*op);
         ++changed;
       }
     }

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/container/inlined_vector.h>
 #include <vector>
 
@@ -197,6 +198,21 @@ struct Program {
   bool fetches(std::string_view name) const;
 };
 
+// What a pass changed, recorded by the edit functions of this file and ir/op_role.h while attached
+// to the job (Job::journal): the verifier after a pass checks only what is recorded here and the
+// job-wide rules it bears on (verify/verifier.h). A pass may be verified this way only when all its
+// edits go through those functions (PassInfo::journaled); a direct write to an existing op's attrs
+// or a var's shape is not recorded.
+struct EditJournal {
+  std::vector<Op*> ops;    // inserted, or args or execution attributes edited (repeats allowed)
+  std::vector<Op*> moved;  // moved within their block: their rings' issue orders may differ
+  absl::flat_hash_set<const Op*> erased;  // erased since; an address a later insert reuses leaves it
+  std::vector<int64_t> erased_rings;      // the ring_id of each erased op that had one
+  std::vector<Var*> vars;                 // added, removed or renamed
+};
+// Records `op` in its job's journal, if one is attached.
+void journalOp(Op& op);
+
 struct ProcessGroup {
   int64_t ring_id = 0;
   std::vector<int64_t> ranks;
@@ -213,6 +229,8 @@ struct Job {
   std::vector<ProcessGroup> groups;
   std::vector<std::unique_ptr<Program>> programs;
   Fields fields;
+
+  EditJournal* journal = nullptr;  // attached by the pass manager while a journaled pass runs
 
   Arena arena;
   std::deque<Arena> load_arenas;  // one per loader thread, so that loading takes no lock

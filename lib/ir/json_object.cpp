@@ -107,6 +107,12 @@ std::optional<std::string_view> JsonObject::raw(std::string_view key) const {
   return std::nullopt;
 }
 
+const std::vector<Member>& JsonObject::peekMembers() const {
+  static const std::vector<Member> kNone;
+  if (!members_ && text_.empty()) return kNone;
+  return members_ ? *members_ : splitOf(text_);
+}
+
 const std::vector<Member>& JsonObject::items() const {
   static const std::vector<Member> kNone;
   if (!members_ && text_.empty()) return kNone;

@@ -32,6 +32,9 @@ class JsonObject {
   static JsonObject fromCompactText(std::string_view compact_text);
 
   const std::vector<Member>& items() const;
+  // The members without splitting this object (no member list allocated for it): for one scan
+  // over several keys. Valid only until the next read of another object on this thread.
+  const std::vector<Member>& peekMembers() const;
   bool empty() const { return text_.size() <= 2 && items().empty(); }
   const std::string_view* find(std::string_view key) const;  // splits the object: the pointer stays valid
   // The value's raw text, without splitting an object nobody split yet: reads of loaded objects

@@ -46,7 +46,10 @@ int roleOf(Phase p) {
   throw std::logic_error("roleOf: the Unknown phase has no op_role");
 }
 
-void setPhase(Op& op, Job& job, Phase p) { op.attrs.setInt(job.arena, "op_role", roleOf(p)); }
+void setPhase(Op& op, Job& job, Phase p) {
+  op.attrs.setInt(job.arena, "op_role", roleOf(p));
+  journalOp(op);
+}
 
 namespace {
 JsonObject& distAttr(Op& op) {
@@ -55,13 +58,19 @@ JsonObject& distAttr(Op& op) {
 }
 }  // namespace
 
-void setExecutionStream(Op& op, Job& job, std::string_view stream) { distAttr(op).setString(job.arena, "execution_stream", stream); }
+void setExecutionStream(Op& op, Job& job, std::string_view stream) {
+  distAttr(op).setString(job.arena, "execution_stream", stream);
+  journalOp(op);
+}
 
 std::string eventToRecord(const Op& op) {
   if (!op.hasDistAttr()) return "";
   return op.dist_attr.getString("event_to_record").value_or("");
 }
-void setEventToRecord(Op& op, Job& job, std::string_view event) { distAttr(op).setString(job.arena, "event_to_record", event); }
+void setEventToRecord(Op& op, Job& job, std::string_view event) {
+  distAttr(op).setString(job.arena, "event_to_record", event);
+  journalOp(op);
+}
 
 std::vector<std::string> eventsToWait(const Op& op) {
   if (!op.hasDistAttr()) return {};
@@ -71,12 +80,19 @@ std::vector<std::string> eventsToWait(const Op& op) {
 }
 void setEventsToWait(Op& op, Job& job, const std::vector<std::string>& events) {
   distAttr(op).setRaw(job.arena, "events_to_wait", stringArrayToRaw(events));
+  journalOp(op);
 }
 
 int64_t streamPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("stream_priority").value_or(0) : 0; }
-void setStreamPriority(Op& op, Job& job, int64_t priority) { distAttr(op).setInt(job.arena, "stream_priority", priority); }
+void setStreamPriority(Op& op, Job& job, int64_t priority) {
+  distAttr(op).setInt(job.arena, "stream_priority", priority);
+  journalOp(op);
+}
 int64_t schedulingPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("scheduling_priority").value_or(0) : 0; }
-void setSchedulingPriority(Op& op, Job& job, int64_t priority) { distAttr(op).setInt(job.arena, "scheduling_priority", priority); }
+void setSchedulingPriority(Op& op, Job& job, int64_t priority) {
+  distAttr(op).setInt(job.arena, "scheduling_priority", priority);
+  journalOp(op);
+}
 
 
 }  // namespace spopt

@@ -130,6 +130,7 @@ PassInfo fuseAllreduceSplitPass() {
   using O = FuseAllreduceSplit::Options;
   PassInfo info;
   info.name = "fuse-allreduce-split";
+  info.journaled = true;  // edits only through OpBuilder, eraseOp and removeVar
   info.description = "Fuse a SUM all-reduce whose result is split along axis 0 into the ring's chunks into a reduce-scatter";
   info.options = {
       bindOption(&O::reshard_only, "reshard-only",

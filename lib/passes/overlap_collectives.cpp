@@ -219,6 +219,7 @@ PassInfo overlapCollectivesPass() {
   using O = OverlapCollectives::Options;
   PassInfo info;
   info.name = "overlap-collectives";
+  info.journaled = true;  // edits only through OpBuilder, eraseOp, moveOp and the op_role.h setters
   info.description = "Hide backward collectives behind compute: comm stream per ring, split matmul grads, cost-driven list schedule";
   std::vector<OptionSpec> machine = machineOptions(&O::preset, &O::link);
   info.options = {

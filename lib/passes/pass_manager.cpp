@@ -19,14 +19,23 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     run.text = cp.text();
     PassContext ctx(opts.collect_explain, &cp.info->statistics);
     auto pass = cp.info->create(cp.options);
+    EditJournal journal;
+    struct Attach {  // detached however the pass ends
+      Job& job;
+      ~Attach() { job.journal = nullptr; }
+    } attach{job};
+    if (opts.verify_each && cp.info->journaled) job.journal = &journal;
     auto t0 = std::chrono::steady_clock::now();
     run.changed = pass->run(job, ctx);
     run.time_ms = msSince(t0);
+    job.journal = nullptr;
     run.stats = std::move(ctx.stats);
     run.explain = std::move(ctx.explain);
     if (opts.verify_each) {
       auto t1 = std::chrono::steady_clock::now();
-      auto problems = verifyJob(job);
+      VerifyOptions vopts;
+      if (cp.info->journaled) vopts.touched = &journal;
+      auto problems = verifyJob(job, vopts);
       run.verify_ms = msSince(t1);
       if (!problems.empty()) {
         result.ok = false;

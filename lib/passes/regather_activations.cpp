@@ -176,6 +176,7 @@ PassInfo regatherActivationsPass() {
   using O = RegatherActivations::Options;
   PassInfo info;
   info.name = "regather-activations";
+  info.journaled = true;  // edits only through OpBuilder and setInputArg
   info.description =
       "Keep a forward all-gather's shard for backward and all-gather it again there, so the gathered tensor dies after its forward use";
   info.options = {

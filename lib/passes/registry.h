@@ -18,6 +18,9 @@ struct PassInfo {
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Pass>(const OptionValues&)> create;
   std::vector<StatisticSpec> statistics = {};  // what --stats reports, declared once (statistic.h)
+  // Every edit the pass makes goes through the IR's journaled edit functions (ir.h EditJournal):
+  // the verifier after it checks only what it touched. False: the whole job is verified.
+  bool journaled = false;
 
   const OptionSpec* option(const std::string& opt) const;
 };

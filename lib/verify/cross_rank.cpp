@@ -44,7 +44,7 @@ void MeshAgreement::add(const Program& p, size_t bi, size_t vi, const Var& v, Sh
   }
   if (!cache.of(v.dist_attr).sharded) return;
   auto agreed = [&] {
-    if (is_head) agrees_[bi][vi] = 1;
+    if (is_head && bi < agrees_.size() && vi < agrees_[bi].size()) agrees_[bi][vi] = 1;
   };
   auto it = first_.find(v.name);
   if (it != first_.end() && sameDeclaration(*it->second, v)) return agreed();

@@ -23,6 +23,7 @@ namespace spopt {
 class MeshAgreement {
  public:
   explicit MeshAgreement(const Job& job);
+  // `index`: the var's index in its block's vars, SIZE_MAX when not known.
   void add(const Program& p, size_t block, size_t index, const Var& v, ShardingCache& cache);
   // (pointer, message) for each disagreement, in job order.
   std::vector<std::pair<std::string, std::string>> take() { return std::move(found_); }

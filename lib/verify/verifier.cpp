@@ -3,9 +3,12 @@
 #include <set>
 #include <unordered_map>
 
+#include <absl/container/flat_hash_set.h>
+
 #include "analysis/collectives.h"
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
+#include "ops/op_def.h"
 #include "ops/op_verify.h"
 #include "ops/shape_math.h"
 #include "support/checked_size.h"
@@ -37,6 +40,7 @@ class Verifier {
     // Replay, the analyses and the passes all work per rank: a job of no ranks is no job.
     if (job_.programs.empty()) report("/programs", "job has no programs");
     checkGroups();
+    if (opts_.touched) return runTouched(*opts_.touched);
     checkPrograms();  // feeds mesh_ as it reads each var
     for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
@@ -78,7 +82,8 @@ class Verifier {
     }
   }
 
-  void checkPrograms() {
+  // Every program; `blocks`: each block's vars and ops too (else only its rank, idxs and fetches).
+  void checkPrograms(bool blocks = true) {
     std::set<int64_t> ranks;
     for (const auto& p : job_.programs) {
       std::string at = programPointer(p->position);
@@ -90,13 +95,71 @@ class Verifier {
         const Block& b = *p->blocks[bi];
         if (!idxs.insert(b.idx).second)
           report(blockPointer(p->position, b.position) + "/idx", "block idx " + std::to_string(b.idx) + " is used twice");
-        checkBlock(*p, b, bi);
+        if (blocks) checkBlock(*p, b, bi);
       }
       const Block* global = p->blocks.empty() ? nullptr : p->blocks.front().get();
       for (size_t i = 0; i < p->fetch.size(); ++i)
         if (!global || !global->lookup(p->fetch[i]))
           report(at + "/fetch/" + std::to_string(i), "fetched var \"" + std::string(p->fetch[i]) + "\" is not declared in the first block");
     }
+  }
+
+  // After a journaled pass (VerifyOptions::touched): the rules of the ops and vars it touched, the
+  // mesh agreement of those vars' names across ranks, and the issue order of every ring whose
+  // collectives it inserted, erased or moved (and the send/receive pairing when the job has any).
+  // Ops it did not touch kept their own rules: their slots, attrs and vars are as verified before.
+  std::vector<Diagnostic> runTouched(const EditJournal& j) {
+    checkPrograms(false);
+    absl::flat_hash_set<const Op*> ops_seen;
+    absl::flat_hash_set<const Var*> vars_seen, mesh_seen;
+    std::vector<const Op*> ops;
+    auto touch = [&](const Op* op) {
+      if (!j.erased.contains(op) && ops_seen.insert(op).second) ops.push_back(op);
+    };
+    for (const Op* op : j.ops) touch(op);
+    for (const Var* v : j.vars) {
+      if (!vars_seen.insert(v).second) continue;
+      for (const OpList* users : {&v->readers, &v->writers})
+        for (const Op* op : *users) touch(op);
+      if (v->removed) continue;
+      checkVarSize(*v);
+      checkSharding(*v->block->program, *v);
+      const size_t bi = v->block->position;
+      for (const auto& q : job_.programs) {
+        const Var* w = q.get() == v->block->program ? v : bi < q->blocks.size() ? q->blocks[bi]->findLocal(v->name) : nullptr;
+        if (w && !w->removed && w->hasDistAttr() && mesh_seen.insert(w).second) mesh_.add(*q, bi, SIZE_MAX, *w, shardings_);
+      }
+    }
+    for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
+    std::set<int64_t> rings(j.erased_rings.begin(), j.erased_rings.end());
+    bool p2p = !j.erased_rings.empty();  // an erased send or receive leaves its partner unpaired
+    auto ringOf = [&](const Op& op) {
+      ResolvedOp r = resolveOp(op.type);
+      if (r && r.def->p2p) p2p = true;
+      if (r && r.def->collective)
+        if (auto c = asCollective(op); c && communicates(*c)) rings.insert(c->ring_id);
+    };
+    for (const Op* op : ops) {
+      if (problems_.size() >= opts_.max_problems) break;
+      checkOp(*op->block->program, *op->block, *op, false);
+      ringOf(*op);
+    }
+    for (const Op* op : j.moved)
+      if (!j.erased.contains(op)) ringOf(*op);
+    bool job_p2p = false;
+    if (!rings.empty() || p2p)
+      for (const auto& p : job_.programs)
+        for (const auto& b : p->blocks)
+          for (const Op& op : b->ops) {
+            ResolvedOp r = resolveOp(op.type);
+            if (!r) continue;
+            job_p2p = job_p2p || r.def->p2p.has_value();
+            if (!r.def->collective) continue;
+            if (auto c = asCollective(op); c && communicates(*c) && rings.count(c->ring_id)) noteIssue(*p, op, *c);
+          }
+    if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
+    if (opts_.collectives && problems_.empty() && p2p && job_p2p) checkP2PPairing(job_, reporter());
+    return std::move(problems_);
   }
 
   // Declared in this block or an ancestor (the loader resolved names; passes must keep that true).
@@ -115,6 +178,13 @@ class Verifier {
       }
     for (const Op& op : b.ops) {
       if (problems_.size() >= opts_.max_problems) return;  // messages walk the block: stay linear
+      checkOp(p, b, op, true);
+    }
+  }
+
+  // One op's own rules; `note_issue`: collect its ring's issue order (the walk over every op).
+  void checkOp(const Program& p, const Block& b, const Op& op, bool note_issue) {
+    {
       bool resolved = true;
       for (int dir = 0; dir < 2; ++dir) {
         const auto& slots = dir == 0 ? op.inputs : op.outputs;
@@ -129,10 +199,10 @@ class Verifier {
           }
         }
       }
-      if (!resolved) continue;
+      if (!resolved) return;
       if (auto c = asCollective(op)) {
         checkCollective(p, op, *c);  // its rules are here
-        if (communicates(*c)) noteIssue(p, op, *c);
+        if (note_issue && communicates(*c)) noteIssue(p, op, *c);
       }
       else {
         if (auto pp = asPointToPoint(op)) checkP2POp(job_, p, op, *pp, opPtr(op), reporter());

@@ -5,6 +5,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "passes/pass_manager.h"
+#include "verify/verifier.h"
 
 using namespace spopt;
 
@@ -60,8 +61,28 @@ class BreakPass : public Pass {
   }
 };
 
+// Gives rank 0's relu an input of another shape than its output: the op's own shape rule fails.
+class BreakShapePass : public Pass {
+ public:
+  bool run(Job& job, PassContext&) override {
+    Block& b = *job.program(0)->blocks[0];
+    Op& relu = b.ops.back();
+    setInputArg(relu, "X", 0, b.lookup("y"));  // [4,2] into a [2,2] output
+    return true;
+  }
+};
+
 PassRegistry registry() {
   PassRegistry r;
+  // The same breakages from passes that declare their edits journaled: the verifier after them
+  // checks only what they touched, and must still catch and name them.
+  PassInfo ring{"break-journaled", "", {}, [](const OptionValues&) { return std::make_unique<BreakPass>(); }};
+  ring.journaled = true;
+  r.add(ring);
+  PassInfo shape{"break-shape-journaled", "", {}, [](const OptionValues&) { return std::make_unique<BreakShapePass>(); }};
+  shape.journaled = true;
+  r.add(shape);
+  r.add({"break-shape", "", {}, [](const OptionValues&) { return std::make_unique<BreakShapePass>(); }});
   r.add({"log-a", "", {}, [](const OptionValues&) { return std::make_unique<LogPass>("a"); }});
   r.add({"log-b", "", {}, [](const OptionValues&) { return std::make_unique<LogPass>("b"); }});
   r.add({"break", "", {}, [](const OptionValues&) { return std::make_unique<BreakPass>(); }});
@@ -142,4 +163,78 @@ TEST_CASE("the fusion pass in the pipeline: rewritten jobs verify, the empty pip
   CHECK(again.runs[0].stats.candidates == 0);
   CHECK_FALSE(again.runs[0].changed);
   CHECK(jobToString(*job) == after);
+}
+
+TEST_CASE("the verifier after a journaled pass checks what it touched and names a pass that breaks an invariant",
+          "[passes][manager][verify]") {
+  auto reg = registry();
+  for (const char* name : {"break-journaled", "break"}) {  // a ring's issue order, touched-only and full
+    auto job = loadJobFromText(kManagerJob, "job.json");
+    auto res = runPipeline(parsePipeline(std::string("log-a,") + name + ",log-b", reg), *job);
+    CHECK_FALSE(res.ok);
+    CHECK(res.failed_pass == name);
+    bool found_ring = false;
+    for (const auto& d : res.problems) found_ring |= d.message.find("ring 0") != std::string::npos;
+    CHECK(found_ring);
+  }
+  // An op's own rule, broken by rewiring one of its inputs: the same problem either way.
+  std::vector<std::string> messages;
+  for (const char* name : {"break-shape-journaled", "break-shape"}) {
+    auto job = loadJobFromText(kManagerJob, "job.json");
+    auto res = runPipeline(parsePipeline(name, reg), *job);
+    CHECK_FALSE(res.ok);
+    CHECK(res.failed_pass == name);
+    REQUIRE(res.problems.size() == 1);
+    CHECK(res.problems[0].pointer == "/programs/0/blocks/0/ops/2/outputs/Out/0");
+    messages.push_back(res.problems[0].message);
+  }
+  CHECK(messages[0] == messages[1]);
+}
+
+TEST_CASE("the edit journal records what the IR's edit functions change, and scopes the verifier", "[passes][verify]") {
+  auto job = loadJobFromText(kManagerJob, "job.json");
+  Block& b = *job->program(0)->blocks[0];
+  Op& relu = b.ops.back();
+  Op& split = *std::next(b.ops.begin());
+  EditJournal j;
+  job->journal = &j;
+  setInputArg(relu, "X", 0, b.lookup("y"));  // breaks relu's shape rule
+  b.moveOp(&split, b.ops.end());
+  job->journal = nullptr;
+  CHECK(j.ops == std::vector<Op*>{&relu});
+  CHECK(j.moved == std::vector<Op*>{&split});
+  VerifyOptions scoped;
+  scoped.touched = &j;
+  auto found = verifyJob(*job, scoped);
+  auto full = verifyJob(*job);
+  REQUIRE(found.size() == 1);
+  REQUIRE(full.size() == 1);
+  CHECK(found[0].pointer == full[0].pointer);
+  CHECK(found[0].message == full[0].message);
+  // Nothing recorded: nothing of the job's ops is looked at.
+  EditJournal none;
+  scoped.touched = &none;
+  CHECK(verifyJob(*job, scoped).empty());
+}
+
+TEST_CASE("an erased collective puts its ring's issue order under the touched-only check", "[passes][verify]") {
+  auto job = loadJobFromText(kManagerJob, "job.json");
+  Block& b = *job->program(0)->blocks[0];
+  Op& ar = b.ops.front();
+  Op& split = *std::next(b.ops.begin());
+  EditJournal j;
+  job->journal = &j;
+  setInputArg(split, "X", 0, b.lookup("y"));  // the split reads the all-reduce's input instead
+  b.eraseOp(&ar);
+  job->journal = nullptr;
+  CHECK(j.erased.contains(&ar));
+  CHECK(j.erased_rings == std::vector<int64_t>{0});
+  VerifyOptions scoped;
+  scoped.touched = &j;
+  auto found = verifyJob(*job, scoped);
+  auto full = verifyJob(*job);
+  REQUIRE_FALSE(full.empty());
+  REQUIRE(found.size() == full.size());
+  for (size_t i = 0; i < found.size(); ++i) CHECK(found[i].message == full[i].message);
+  CHECK(found[0].message.find("ring 0") != std::string::npos);
 }
