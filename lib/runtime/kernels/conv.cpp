@@ -6,7 +6,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -370,59 +369,28 @@ void pool2d(KernelContext& c) {
 
 // avg: each input of a window gets Out@GRAD / divisor; max: the first input equal to the
 // window's maximum gets all of it (as Paddle's CPU kernel). Outputs add into dx in the same order
-// as always, window by window (windows overlap: float sums depend on it). For max, where each
-// window's element lies is found first for the whole output row, without a branch per compare
-// (which one holds the maximum is data: the branch missed ~half the time), as one loop over the
-// row per window offset; then the adds run in order.
-template <typename T> class MaxGradRow {
- public:
-  // Whether the row-wide search applies: fixed windows that start inside the padding they name,
-  // and plane indices that fit in int32 (half the width of int64 per compare-and-select).
-  static bool fits(const PoolShape& p) {
+// as always, window by window (windows overlap: float sums depend on it). For the max windows
+// inside a row, where each one's element lies is found first for the whole row, without a branch
+// per compare (which one holds the maximum is data: the branch missed ~half the time), as one
+// loop over the row per window offset; then the adds run in order.
+template <typename T> struct MaxGradRow {
+  std::vector<int64_t> at;  // per inner column: the input index its Out@GRAD goes to, or -1
+
+  // Fills `at` for columns [lo, lo + n) of an output row whose window rows are y.
+  void locate(const PoolShape& p, const T* in, const T* out_row, Span y, int64_t lo, int64_t n) {
     const WindowDim& w = p.w.w;
-    return !p.adaptive && w.pad_before >= 0 && w.stride >= 1 && w.k >= 1 && p.w.h.k >= 1 &&
-           p.w.h.in * w.in < int64_t(std::numeric_limits<int32_t>::max());
-  }
-  explicit MaxGradRow(const PoolShape& p)
-      : w_(p.w.w),
-        n_((w_.out + 15) / 16 * 16),
-        width_(std::max(n_ * w_.stride + w_.k, w_.pad_before + w_.in)),
-        rows_(size_t(p.w.h.k * width_), std::numeric_limits<T>::quiet_NaN()),
-        m_(size_t(n_), std::numeric_limits<T>::quiet_NaN()),
-        at_(size_t(n_)),
-        base_(size_t(p.w.h.k * w_.k)) {}
-
-  // at(ox) for the output row whose window rows are y: the plane index of the element its
-  // Out@GRAD goes to, or -1. The window rows are copied into rows_ at their padded columns; the
-  // padding and the columns past the last window hold NaN, which equals nothing, so clipped
-  // windows and the row's tail (out to whole vectors: no scalar remainder) find nothing there.
-  // The search keeps the window offset (iy * k + dx, a constant per pass) and the index is made
-  // from it once per output.
-  const int32_t* locate(const T* in, const T* out_row, Span y) {
-    const int64_t rows = y.end - y.begin;
-    for (int64_t r = 0; r < rows; ++r) std::copy(in + (y.begin + r) * w_.in, in + (y.begin + r + 1) * w_.in, rows_.data() + r * width_ + w_.pad_before);
-    std::copy(out_row, out_row + w_.out, m_.data());
-    std::fill(at_.begin(), at_.end(), -1);
-    int32_t* a = at_.data();
-    const T* m = m_.data();
+    const int64_t first = lo * w.stride - w.pad_before;
+    at.assign(size_t(n), -1);
+    int64_t* a = at.data();
+    const T* m = out_row + lo;
     // Scanned last to first: the last hit written is the first element in row-major order.
-    for (int64_t iy = rows; iy-- > 0;)
-      for (int64_t dx = w_.k; dx-- > 0;) {
-        const int32_t code = int32_t(iy * w_.k + dx);
-        const T* r = rows_.data() + iy * width_ + dx;
-        byStride(n_, w_.stride, [&](int64_t i, int64_t off) { a[i] = r[off] == m[i] ? code : a[i]; });
-        base_[size_t(code)] = int32_t((y.begin + iy) * w_.in + dx - w_.pad_before);
+    for (int64_t iy = y.end; iy-- > y.begin;)
+      for (int64_t dx = w.k; dx-- > 0;) {
+        const int64_t base = iy * w.in + first + dx;
+        const T* r = in + base;
+        byStride(n, w.stride, [&](int64_t i, int64_t off) { a[i] = r[off] == m[i] ? base + off : a[i]; });
       }
-    for (int64_t i = 0; i < w_.out; ++i)
-      if (a[i] >= 0) a[i] = base_[size_t(a[i])] + int32_t(i * w_.stride);
-    return a;
   }
-
- private:
-  WindowDim w_;
-  int64_t n_, width_;
-  std::vector<T> rows_, m_;
-  std::vector<int32_t> at_, base_;  // base_[iy * k + dx]: the plane index of that offset at ox = 0
 };
 
 // X@GRAD's rows are zeroed just before the first window that reaches them (rows in cache, not a
@@ -440,9 +408,9 @@ template <bool Max, typename T> void poolGradPlanes(const PoolShape& p, const T*
   const WindowDim &h = p.w.h, &w = p.w.w;
   const int64_t in_w = w.in, in_plane = h.in * in_w, out_plane = h.out * w.out;
   const std::vector<Span> ys = spans(h, p.adaptive), xs = spans(w, p.adaptive);
-  const bool row_wide = Max && MaxGradRow<T>::fits(p);
-  std::optional<MaxGradRow<T>> rows;
-  if (row_wide) rows.emplace(p);
+  auto [lo, hi] = innerColumns(w, p.adaptive);
+  if (!Max) lo = hi = 0;
+  MaxGradRow<T> inner;
   for (int64_t pl = 0; pl < p.planes; ++pl) {
     const T* in = x + pl * in_plane;
     T* d = dx + pl * in_plane;
@@ -451,34 +419,33 @@ template <bool Max, typename T> void poolGradPlanes(const PoolShape& p, const T*
       const Span y = ys[size_t(oy)];
       zero.upTo(y.end);
       const int64_t row = pl * out_plane + oy * w.out;
-      if (row_wide) {
-        const int32_t* at = rows->locate(in, out + row, y);
-        for (int64_t ox = 0; ox < w.out; ++ox)
-          if (at[ox] >= 0) d[at[ox]] += dy[row + ox];
-        continue;
-      }
-      for (int64_t ox = 0; ox < w.out; ++ox) {
+      auto one = [&](int64_t ox) {
         const Span xw = xs[size_t(ox)];
         const T g = dy[row + ox];
         if constexpr (Max) {
           const T m = out[row + ox];
-          [&] {
-            for (int64_t iy = y.begin; iy < y.end; ++iy)
-              for (int64_t ix = xw.begin; ix < xw.end; ++ix)
-                if (in[iy * in_w + ix] == m) {
-                  d[iy * in_w + ix] += g;
-                  return;
-                }
-          }();
+          for (int64_t iy = y.begin; iy < y.end; ++iy)
+            for (int64_t ix = xw.begin; ix < xw.end; ++ix)
+              if (in[iy * in_w + ix] == m) {
+                d[iy * in_w + ix] += g;
+                return;
+              }
         } else {
           int64_t area = (y.end - y.begin) * (xw.end - xw.begin);
           int64_t divisor = p.exclusive || p.adaptive ? area : h.k * w.k;
-          if (divisor <= 0) continue;
+          if (divisor <= 0) return;
           T share = T(double(g) / double(divisor));
           for (int64_t iy = y.begin; iy < y.end; ++iy)
             for (int64_t ix = xw.begin; ix < xw.end; ++ix) d[iy * in_w + ix] += share;
         }
+      };
+      for (int64_t ox = 0; ox < lo; ++ox) one(ox);
+      if (Max && hi > lo) {
+        inner.locate(p, in, out + row, y, lo, hi - lo);
+        for (int64_t i = 0; i < hi - lo; ++i)
+          if (int64_t at = inner.at[size_t(i)]; at >= 0) d[at] += dy[row + lo + i];
       }
+      for (int64_t ox = std::max(lo, hi); ox < w.out; ++ox) one(ox);
     }
     zero.upTo(h.in);
   }
