@@ -51,6 +51,8 @@ struct BenchIO : KernelIO {
 
 DType g_type = DType::Float32;
 int g_reps = 5;
+std::string g_kernel;  // --kernel: only the rows whose name (kernel + note) contains it
+bool g_digest = false;  // --digest 1: print a hash of each kernel's outputs (same bits before and after a change)
 double g_copy_gbs = 0;  // measured memcpy bandwidth, bytes read + written per ns
 
 size_t elemSize() { return g_type == DType::Float64 ? 8 : 4; }
@@ -104,7 +106,17 @@ double timeKernel(const char* type, BenchIO& io, const std::vector<std::pair<con
   }
   OpView view(op);
   KernelContext c{view, 0, 1, io};
-  return best([&] { fn(c); });
+  double s = best([&] { fn(c); });
+  if (g_digest) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the outputs' bytes, slot by slot
+    for (auto& [slot, ts] : io.outs)
+      for (const Tensor& t : ts) {
+        const auto* b = static_cast<const unsigned char*>(t.raw());
+        for (size_t i = 0, n = t.bytes(); i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+      }
+    std::fprintf(stderr, "digest %s %016llx\n", type, (unsigned long long)h);
+  }
+  return s;
 }
 
 // One GEMM call of a kernel: C (m x n) = op(A) op(B), k deep.
@@ -149,9 +161,14 @@ char* fmt(const char* f, double v) {
   return b;
 }
 
+bool skipped(const char* type, const std::string& note) {
+  return !g_kernel.empty() && (std::string(type) + note).find(g_kernel) == std::string::npos;
+}
+
 // A GEMM-shaped kernel against its GEMM calls alone.
 void gemmRow(const char* type, const std::string& note, const std::string& shape, BenchIO& io,
              const std::vector<std::pair<const char*, const char*>>& attrs, const std::vector<Gemm>& calls) {
+  if (skipped(type, note)) return;
   double s = timeKernel(type, io, attrs);
   double flops = 0, g = timeGemms(calls, &flops);
   printRow(std::string(type) + note, shape, s, std::string(fmt("%.1f", flops / s / 1e9)) + " GFLOP/s",
@@ -177,6 +194,7 @@ struct StreamScale {
 // two run in turn, the best of g_reps runs each.
 void memRow(const char* type, const std::string& note, const std::string& shape, BenchIO& io,
             const std::vector<std::pair<const char*, const char*>>& attrs, double elements) {
+  if (skipped(type, note)) return;
   double bytes = elements * double(elemSize());
   static StreamScale probe;
   double kernel_s = 1e30, stream_s = 1e30;
@@ -215,11 +233,13 @@ int main(int argc, char** argv) {
     else if (a == "--vocab") vocab = v;
     else if (a == "--reps") g_reps = int(v);
     else if (a == "--only") only = argv[i + 1];
+    else if (a == "--kernel") g_kernel = argv[i + 1];
+    else if (a == "--digest") g_digest = v != 0;
     else if (a == "--dtype") g_type = std::string(argv[i + 1]) == "float64" ? DType::Float64 : DType::Float32;
     else {
       std::fprintf(stderr,
                    "usage: %s [--batch N] [--tokens T] [--hidden H] [--seq S] [--vocab V] [--reps N] [--only vision|language] "
-                   "[--dtype float32|float64]\n",
+                   "[--dtype float32|float64] [--kernel NAME] [--digest 1]\n",
                    argv[0]);
       return 2;
     }

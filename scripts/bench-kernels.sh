@@ -7,7 +7,9 @@
 # OPENBLAS_NUM_THREADS says otherwise.
 #
 # Usage: scripts/bench-kernels.sh [BUILD_DIR] [--batch N] [--tokens T] [--hidden H] [--seq S] [--vocab V]
-#                                 [--reps N] [--only vision|language] [--dtype float32|float64]
+#                                 [--reps N] [--only vision|language] [--dtype float32|float64] [--kernel NAME]
+#   --kernel NAME keeps the rows whose kernel (with its note, e.g. "pool2d_grad max") contains NAME;
+#   --digest 1 prints a hash of each kernel's outputs to stderr (a change that keeps the bits keeps it).
 #   BUILD_DIR defaults to build; the target spopt-bench-kernels is built there (-j2) with
 #   cmake --build, whatever the generator (Ninja, Makefiles). Not part of ctest.
 set -euo pipefail

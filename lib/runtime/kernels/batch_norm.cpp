@@ -51,14 +51,57 @@ void store(Tensor* t, int64_t i, double v) {
 }
 double valueOr(const Tensor* t, int64_t i, double def) { return t ? scalarAt(*t, i) : def; }
 
-// Sum over one channel of f(value index), in double, in a fixed order.
+// Sum over one channel of f(w, p) (lanes(w, ...) of values at p on: see laneSums), in double,
+// in a fixed order: laneSum over each of the channel's `outer` runs, added in run order. The runs
+// are summed four side by side (laneSums: the same bits), as one run's sum waits on the add latency.
 template <typename F> double channelSum(const BnShape& s, int64_t ch, F&& f) {
   double acc = 0;
-  for (int64_t o = 0; o < s.outer; ++o) {
+  int64_t o = 0;
+  for (; o + 4 <= s.outer; o += 4) {
+    int64_t base[4];
+    for (int g = 0; g < 4; ++g) base[g] = ((o + g) * s.c + ch) * s.inner;
+    double run[4];
+    laneSums<4>(s.inner, [&](int g, int64_t i, auto w) { return f(w, base[g] + i); }, run);
+    acc = (((acc + run[0]) + run[1]) + run[2]) + run[3];
+  }
+  for (; o < s.outer; ++o) {
     int64_t base = (o * s.c + ch) * s.inner;
-    acc += laneSum(s.inner, [&](int64_t i) { return f(base + i); });
+    double run;
+    laneSums<1>(s.inner, [&](int, int64_t i, auto w) { return f(w, base + i); }, &run);
+    acc += run;
   }
   return acc;
+}
+
+// Asks for channel `ch`'s values of `p` (into L2) one cache line per call of line(k), k counting
+// from 0: called once per line a channel's pass writes, the next channel arrives while this one
+// is worked on from cache (its runs lie `c * inner` apart, where the hardware prefetcher loses
+// the stream).
+template <typename T> struct ChannelPrefetch {
+  const BnShape& s;
+  const T* p;
+  int64_t ch;
+  static constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+  void line(int64_t k) const {
+    if (ch >= s.c || s.inner == 0) return;
+    const int64_t at = k * kLine, o = at / s.inner;
+    if (o < s.outer) __builtin_prefetch(p + (o * s.c + ch) * s.inner + at % s.inner, 0, 2);
+  }
+};
+
+// out[base + i] = op(base + i) over one channel's values, with `pf` asking for the next channel.
+template <typename T, typename Op> void channelMap(const BnShape& s, int64_t ch, const ChannelPrefetch<T>* pf, int npf, Op&& op) {
+  constexpr int64_t kLine = ChannelPrefetch<T>::kLine;
+  int64_t line = 0;
+  for (int64_t o = 0; o < s.outer; ++o) {
+    const int64_t base = (o * s.c + ch) * s.inner;
+    int64_t i = 0;
+    for (; i + kLine <= s.inner; i += kLine, ++line) {
+      for (int k = 0; k < npf; ++k) pf[k].line(line);
+      for (int64_t j = 0; j < kLine; ++j) op(base + i + j);
+    }
+    for (; i < s.inner; ++i) op(base + i);
+  }
 }
 
 void batchNorm(KernelContext& c) {
@@ -85,18 +128,16 @@ void batchNorm(KernelContext& c) {
     for (int64_t ch = 0; ch < s.c; ++ch) {
       double mu = scalarAt(mean, ch), variance = scalarAt(var, ch);
       if (!global) {
-        mu = channelSum(s, ch, [&](int64_t i) { return double(xp[i]); }) / double(s.count());
-        variance = channelSum(s, ch, [&](int64_t i) {
-                     double d = double(xp[i]) - mu;
+        mu = channelSum(s, ch, [&](auto w, int64_t i) { return lanes(w, xp + i); }) / double(s.count());
+        variance = channelSum(s, ch, [&](auto w, int64_t i) {
+                     auto d = lanes(w, xp + i) - mu;
                      return d * d;
                    }) / double(s.count());
       }
       double inv_std = 1.0 / std::sqrt(variance + eps);
       double a = valueOr(scale, ch, 1.0) * inv_std, b = valueOr(bias, ch, 0.0) - mu * a;
-      for (int64_t o = 0; o < s.outer; ++o) {
-        int64_t base = (o * s.c + ch) * s.inner;
-        for (int64_t i = 0; i < s.inner; ++i) yp[base + i] = T(double(xp[base + i]) * a + b);
-      }
+      const ChannelPrefetch<T> next{s, xp, ch + 1};
+      channelMap(s, ch, &next, 1, [&](int64_t i) { yp[i] = T(double(xp[i]) * a + b); });
       double run_mean = scalarAt(mean, ch), run_var = scalarAt(var, ch);
       store(mean_out, ch, global ? run_mean : run_mean * momentum + mu * (1 - momentum));
       store(var_out, ch, global ? run_var : run_var * momentum + variance * (1 - momentum));
@@ -137,21 +178,19 @@ void batchNormGrad(KernelContext& c) {
     for (int64_t ch = 0; ch < s.c; ++ch) {
       double mu = scalarAt(mean, ch);
       double inv_std = global ? 1.0 / std::sqrt(scalarAt(*var, ch) + eps) : scalarAt(saved_inv_std, ch);
-      double sum_g = channelSum(s, ch, [&](int64_t i) { return double(g[i]); });
-      double sum_gx = channelSum(s, ch, [&](int64_t i) { return double(g[i]) * (double(xp[i]) - mu) * inv_std; });
+      double sum_g = channelSum(s, ch, [&](auto w, int64_t i) { return lanes(w, g + i); });
+      double sum_gx = channelSum(s, ch, [&](auto w, int64_t i) { return lanes(w, g + i) * (lanes(w, xp + i) - mu) * inv_std; });
       store(dbias, ch, sum_g);
       store(dscale, ch, sum_gx);
       if (!dx) continue;
       double k = valueOr(scale, ch, 1.0) * inv_std;
       double mg = global || m == 0 ? 0.0 : sum_g / m, mgx = global || m == 0 ? 0.0 : sum_gx / m;
       T* d = dx->data<T>();
-      for (int64_t o = 0; o < s.outer; ++o) {
-        int64_t base = (o * s.c + ch) * s.inner;
-        for (int64_t i = 0; i < s.inner; ++i) {
-          double xhat = (double(xp[base + i]) - mu) * inv_std;
-          d[base + i] = T(k * (double(g[base + i]) - mg - xhat * mgx));
-        }
-      }
+      const ChannelPrefetch<T> next[2] = {{s, xp, ch + 1}, {s, g, ch + 1}};
+      channelMap(s, ch, next, 2, [&](int64_t i) {
+        double xhat = (double(xp[i]) - mu) * inv_std;
+        d[i] = T(k * (double(g[i]) - mg - xhat * mgx));
+      });
     }
   });
 }

@@ -2,9 +2,11 @@
 // Helpers shared by the kernel families: slot access that throws KernelError naming the op,
 // attribute readers with Paddle's defaults, shape formatting and float dtype dispatch.
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/kernels/kernels.h"
@@ -88,6 +90,42 @@ template <typename F> double laneSum(int64_t n, F&& f) {
     for (int l = 0; l < 8; ++l) lane[l] += f(i + l);
   for (int l = 0; i < n; ++i, ++l) lane[l] += f(i);
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// Eight consecutive values as doubles, one vector (GCC/clang vector extension), for laneSums:
+// lanes(One{}, p) is *p as a double, lanes(Eight{}, p) the eight values from p on.
+using Lanes8 = double __attribute__((vector_size(64)));
+struct One {};
+struct Eight {};
+template <typename T> double lanes(One, const T* p) { return double(*p); }
+template <typename T> Lanes8 lanes(Eight, const T* p) {
+  if constexpr (std::is_same_v<T, double>) {
+    Lanes8 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  } else {
+    float __attribute__((vector_size(32))) v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, Lanes8);
+  }
+}
+
+// G laneSums of n elements each, side by side: out[g] has the bits of laneSum (each sum's 8 lanes
+// take the same elements in the same order), but the G add chains interleave, so a sum bound by
+// the add latency runs up to G times as fast. f(g, i, w) gives element i of sum g for w = One{}
+// and elements i..i+7 for w = Eight{} (written once, generically: `lanes(w, p + i)`), as the
+// compiler does not vectorise G interleaved scalar lane sets on its own.
+template <int G, typename F> void laneSums(int64_t n, F&& f, double* out) {
+  Lanes8 acc[G] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int g = 0; g < G; ++g) acc[g] += f(g, i, Eight{});
+  for (int g = 0; g < G; ++g) {
+    double a[8];
+    std::memcpy(a, &acc[g], sizeof a);
+    for (int64_t j = i, l = 0; j < n; ++j, ++l) a[l] += f(g, j, One{});
+    out[g] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  }
 }
 
 // A pointwise op's grad: X@GRAD[i] = grad(v[i], Out@GRAD[i]), where v is the slot the grad reads

@@ -49,4 +49,35 @@ SoftmaxRowStats softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
   return {double(m), sum};
 }
 
+// softmaxRow over `rows` consecutive contiguous rows of `len` (>= 1) elements, stats[r] each
+// (may be null). Rows go four at a time, their denominators laneSums side by side (the bits of
+// one laneSum per row): a short row's sum is otherwise one add-latency chain after another.
+template <typename T> void softmaxRows(const T* x, T* o, int64_t len, int64_t rows, SoftmaxRowStats* stats) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    T m[4];
+    for (int k = 0; k < 4; ++k) {
+      const T* row = x + (r + k) * len;
+      T* orow = o + (r + k) * len;
+      m[k] = laneMax<T>(len, [&](int64_t j) { return row[j]; });
+      for (int64_t j = 0; j < len; ++j) {
+        if constexpr (std::is_same_v<T, float>) orow[j] = fastExp(row[j] - m[k]);
+        else orow[j] = std::exp(row[j] - m[k]);
+      }
+    }
+    double sum[4];
+    laneSums<4>(len, [&](int k, int64_t j, auto w) { return lanes(w, o + (r + k) * len + j); }, sum);
+    for (int k = 0; k < 4; ++k) {
+      T* orow = o + (r + k) * len;
+      T inv = T(1.0 / sum[k]);
+      for (int64_t j = 0; j < len; ++j) orow[j] *= inv;
+      if (stats) stats[r + k] = {double(m[k]), sum[k]};
+    }
+  }
+  for (; r < rows; ++r) {
+    SoftmaxRowStats st = softmaxRow<T, true>(x + r * len, o + r * len, len, 1);
+    if (stats) stats[r] = st;
+  }
+}
+
 }  // namespace spopt::rt
