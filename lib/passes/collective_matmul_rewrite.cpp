@@ -135,6 +135,28 @@ void add(OpBuilder& b, Var* x, Var* y, Var* out, const Op& like, Op& before) {
   n.insertBefore(before);
 }
 
+// What both reduce-scatter forms share: the matmul's rows cut into a piece per (chunk, j), the
+// partial product of one piece, and the end: O joined from its pieces, the site's ops erased.
+struct ReduceScatterSite {
+  const RingSite& r;
+  const CollectiveMatmulMatch& m = r.m;
+  Op* mm = plainMatmul(m.matmuls.front());
+  OpBuilder b{*mm->block};
+  size_t n = size_t(r.n);
+  std::string whole{m.whole->name};
+  std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks * r.n, *mm, *mm);
+
+  Var* partial(int64_t c, size_t j) {
+    return rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + r.tag(c, int64_t(j)));
+  }
+  void finish(const std::vector<Var*>& sums) {
+    if (n > 1) concatRows(b, sums, m.shard, *mm, *mm);
+    b.block().eraseOp(m.collective);
+    b.block().eraseOp(mm);
+    b.block().removeVar(m.whole);
+  }
+};
+
 // Reduce-scatter form, each chunk in n pieces. Step k = 0..a-1 computes the partial products of
 // the main chain's chunk p - a + k piece by piece, each plus the sum received from the next member
 // (who summed that chunk one step earlier) and sent to the previous one, and from step a - b on the
@@ -144,17 +166,13 @@ void add(OpBuilder& b, Var* x, Var* y, Var* out, const Op& like, Op& before) {
 // is taken in another order than the reduce-scatter's, so equal within check's tolerance, not
 // bitwise.
 void rewriteReduceScatter(const RingSite& r) {
+  ReduceScatterSite site{r};
   const CollectiveMatmulMatch& m = r.m;
-  Op& rs = *m.collective;
-  Op* mm = plainMatmul(m.matmuls.front());
-  OpBuilder b(*mm->block);
-  const size_t n = size_t(r.n);
-  const std::string whole(m.whole->name);
-  std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks * r.n, *mm, *mm);
+  OpBuilder& b = site.b;
+  Op* mm = site.mm;
+  const size_t n = site.n;
+  const std::string& whole = site.whole;
   std::vector<Var*> main_in(n, nullptr), other_in(n, nullptr), sums(n, nullptr);
-  auto partial = [&](int64_t c, size_t j) {
-    return rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + r.tag(c, int64_t(j)));
-  };
   // `part` plus `received` (none: the partial alone) into `out` (none: a fresh piece named for chunk c).
   auto sum = [&](Var* part, Var* received, Var* out, const std::string& acc_name, int64_t c, size_t j) {
     if (!received) return part;
@@ -167,8 +185,8 @@ void rewriteReduceScatter(const RingSite& r) {
     for (size_t j = 0; j < n; ++j) {
       const bool other = k >= r.a - r.b;
       const int64_t c = r.at(k - r.a), c2 = r.at(r.a - k);
-      Var* part = partial(c, j);
-      Var* part2 = other ? partial(c2, j) : nullptr;
+      Var* part = site.partial(c, j);
+      Var* part2 = other ? site.partial(c2, j) : nullptr;
       std::vector<Transfer> sends{{sum(part, main_in[j], nullptr, ".acc", c, j), r.at(-1)}}, recvs;
       main_in[j] = r.piece(b, whole + ".recv" + r.tag(r.at(k + 1 - r.a), int64_t(j)), m.shard);
       recvs.push_back({main_in[j], r.at(1)});
@@ -181,13 +199,10 @@ void rewriteReduceScatter(const RingSite& r) {
     }
   for (size_t j = 0; j < n; ++j) {
     Var* own = n == 1 && r.b == 0 ? m.shard : nullptr;
-    sums[j] = sum(partial(r.p, j), main_in[j], own, ".acc", r.p, j);
+    sums[j] = sum(site.partial(r.p, j), main_in[j], own, ".acc", r.p, j);
     if (r.b > 0) sums[j] = sum(sums[j], other_in[j], n == 1 ? m.shard : nullptr, ".accb", r.p, j);
   }
-  if (n > 1) concatRows(b, sums, m.shard, *mm, *mm);
-  b.block().eraseOp(&rs);
-  b.block().eraseOp(mm);
-  b.block().removeVar(m.whole);
+  site.finish(sums);
 }
 
 // Reduce-scatter form, direct (every member reaches every other over its own switch port, as
@@ -198,18 +213,14 @@ void rewriteReduceScatter(const RingSite& r) {
 // received, in step order, plus the own partial last (joined, when n > 1): within check's
 // tolerance, as the ring.
 void rewriteReduceScatterDirect(const RingSite& r) {
+  ReduceScatterSite site{r};
   const CollectiveMatmulMatch& m = r.m;
-  Op& rs = *m.collective;
-  Op* mm = plainMatmul(m.matmuls.front());
-  OpBuilder b(*mm->block);
-  const size_t n = size_t(r.n);
-  const std::string whole(m.whole->name);
-  std::vector<Var*> rows = splitRows(b, OpView(*mm).in("X"), m.ranks * r.n, *mm, *mm);
+  OpBuilder& b = site.b;
+  Op* mm = site.mm;
+  const size_t n = site.n;
+  const std::string& whole = site.whole;
   std::vector<Var*> acc(n, nullptr);
   std::vector<std::vector<std::pair<Var*, int64_t>>> pending(n);  // received, not yet summed: (piece, sender)
-  auto partial = [&](int64_t c, size_t j) {
-    return rowBlockProduct(b, *mm, rows[size_t(c) * n + j], int64_t(rows.size()), *mm, ".part" + r.tag(c, int64_t(j)));
-  };
   auto fold = [&](size_t j, Var* x, int64_t from, Var* out) {
     if (!acc[j]) return void(acc[j] = x);
     Var* sum = out ? out : r.piece(b, whole + ".acc" + r.tag(from, int64_t(j)), m.shard);
@@ -221,7 +232,7 @@ void rewriteReduceScatterDirect(const RingSite& r) {
       std::vector<int64_t> peers{r.at(-k)};
       if (k <= r.b) peers.push_back(r.at(k));
       std::vector<Transfer> sends, recvs;
-      for (int64_t d : peers) sends.push_back({partial(d, j), d});
+      for (int64_t d : peers) sends.push_back({site.partial(d, j), d});
       for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
       pending[j].clear();
       for (int64_t d : peers) {
@@ -233,15 +244,12 @@ void rewriteReduceScatterDirect(const RingSite& r) {
     }
   std::vector<Var*> sums(n, nullptr);
   for (size_t j = 0; j < n; ++j) {
-    Var* own = partial(r.p, j);
+    Var* own = site.partial(r.p, j);
     for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
     fold(j, own, r.p, n == 1 ? m.shard : nullptr);
     sums[j] = acc[j];
   }
-  if (n > 1) concatRows(b, sums, m.shard, *mm, *mm);
-  b.block().eraseOp(&rs);
-  b.block().eraseOp(mm);
-  b.block().removeVar(m.whole);
+  site.finish(sums);
 }
 
 }  // namespace
