@@ -47,7 +47,8 @@ struct Node {
 
 class Simulator {
  public:
-  Simulator(const Job& job, OpFactsCache& facts) : job_(job), model_(facts.model()), facts_(facts), graph_(job) {}
+  Simulator(const Job& job, OpFactsCache& facts, bool timelines)
+      : job_(job), model_(facts.model()), facts_(facts), timelines_(timelines), graph_(job) {}
 
   StepTimeline run() {
     build();
@@ -152,7 +153,7 @@ class Simulator {
       for (; i < nodes_.size() && graph_.nodes()[i].rank_index == ri; ++i) {
         const Node& n = nodes_[i];
         const HbNode& g = graph_.nodes()[i];
-        rt.streams[g.stream].intervals.push_back({n.start, n.end, g.op, g.position});
+        if (timelines_) rt.streams[g.stream].intervals.push_back({n.start, n.end, g.op, g.position});
         rt.end_s = std::max(rt.end_s, n.end);
         double dur = n.end - n.start;
         PhaseTimes& ph = rt.phases[size_t(n.phase)];
@@ -180,7 +181,7 @@ class Simulator {
       }
       t.step_s = std::max(t.step_s, rt.end_s);
     }
-    criticalPath(t);
+    if (timelines_) criticalPath(t);
     t.ranks = std::move(ranks_);
     return t;
   }
@@ -209,6 +210,7 @@ class Simulator {
   const Job& job_;
   const HardwareModel& model_;
   OpFactsCache& facts_;
+  const bool timelines_;
   HappensBefore graph_;
   std::vector<Node> nodes_;  // by graph node
   std::vector<RankTimeline> ranks_;
@@ -217,7 +219,7 @@ class Simulator {
 
 }  // namespace
 
-StepTimeline simulateStep(const Job& job, OpFactsCache& facts) { return Simulator(job, facts).run(); }
+StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines) { return Simulator(job, facts, timelines).run(); }
 
 StepTimeline simulateStep(const Job& job, const HardwareModel& model) {
   OpFactsCache facts(model);

@@ -90,6 +90,8 @@ class OpFactsCache {
 // Throws InputError naming an op when the ranks can never all reach a collective (their issue
 // orders across rings form a cycle), or when a rank's collective has no partner.
 StepTimeline simulateStep(const Job& job, const HardwareModel& model);
-StepTimeline simulateStep(const Job& job, OpFactsCache& facts);
+// With `timelines` false, only the totals (step_s, each rank's end_s, total and phases) are kept:
+// no stream intervals, no critical path. A pass that reads only the totals skips their building.
+StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines = true);
 
 }  // namespace spopt

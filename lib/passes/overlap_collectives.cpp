@@ -140,7 +140,7 @@ class OverlapCollectives final : public Pass {
     StepTimeline sim_after;
     if (revert.empty()) {
       try {
-        sim_after = simulateStep(job, facts);
+        sim_after = simulateStep(job, facts, false);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
@@ -170,7 +170,7 @@ class OverlapCollectives final : public Pass {
 
   static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
     try {
-      return simulateStep(job, facts);
+      return simulateStep(job, facts, false);  // the statistics read only the totals
     } catch (const InputError&) {
       return {};
     }
