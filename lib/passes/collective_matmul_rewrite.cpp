@@ -155,6 +155,8 @@ struct ReduceScatterSite {
     b.block().eraseOp(mm);
     b.block().removeVar(m.whole);
   }
+  void ring();    // round the ring, sums passed on
+  void direct();  // each partial straight to its owner
 };
 
 // Reduce-scatter form, each chunk in n pieces. Step k = 0..a-1 computes the partial products of
@@ -165,13 +167,7 @@ struct ReduceScatterSite {
 // a x n exchanges in the same order on every member, as in the all-gather form. Each chunk's sum
 // is taken in another order than the reduce-scatter's, so equal within check's tolerance, not
 // bitwise.
-void rewriteReduceScatter(const RingSite& r) {
-  ReduceScatterSite site{r};
-  const CollectiveMatmulMatch& m = r.m;
-  OpBuilder& b = site.b;
-  Op* mm = site.mm;
-  const size_t n = site.n;
-  const std::string& whole = site.whole;
+void ReduceScatterSite::ring() {
   std::vector<Var*> main_in(n, nullptr), other_in(n, nullptr), sums(n, nullptr);
   // `part` plus `received` (none: the partial alone) into `out` (none: a fresh piece named for chunk c).
   auto sum = [&](Var* part, Var* received, Var* out, const std::string& acc_name, int64_t c, size_t j) {
@@ -185,8 +181,8 @@ void rewriteReduceScatter(const RingSite& r) {
     for (size_t j = 0; j < n; ++j) {
       const bool other = k >= r.a - r.b;
       const int64_t c = r.at(k - r.a), c2 = r.at(r.a - k);
-      Var* part = site.partial(c, j);
-      Var* part2 = other ? site.partial(c2, j) : nullptr;
+      Var* part = partial(c, j);
+      Var* part2 = other ? partial(c2, j) : nullptr;
       std::vector<Transfer> sends{{sum(part, main_in[j], nullptr, ".acc", c, j), r.at(-1)}}, recvs;
       main_in[j] = r.piece(b, whole + ".recv" + r.tag(r.at(k + 1 - r.a), int64_t(j)), m.shard);
       recvs.push_back({main_in[j], r.at(1)});
@@ -199,10 +195,10 @@ void rewriteReduceScatter(const RingSite& r) {
     }
   for (size_t j = 0; j < n; ++j) {
     Var* own = n == 1 && r.b == 0 ? m.shard : nullptr;
-    sums[j] = sum(site.partial(r.p, j), main_in[j], own, ".acc", r.p, j);
+    sums[j] = sum(partial(r.p, j), main_in[j], own, ".acc", r.p, j);
     if (r.b > 0) sums[j] = sum(sums[j], other_in[j], n == 1 ? m.shard : nullptr, ".accb", r.p, j);
   }
-  site.finish(sums);
+  finish(sums);
 }
 
 // Reduce-scatter form, direct (every member reaches every other over its own switch port, as
@@ -212,13 +208,7 @@ void rewriteReduceScatter(const RingSite& r) {
 // add: the pieces received at step k are summed after step k+1's partials. O is the partials
 // received, in step order, plus the own partial last (joined, when n > 1): within check's
 // tolerance, as the ring.
-void rewriteReduceScatterDirect(const RingSite& r) {
-  ReduceScatterSite site{r};
-  const CollectiveMatmulMatch& m = r.m;
-  OpBuilder& b = site.b;
-  Op* mm = site.mm;
-  const size_t n = site.n;
-  const std::string& whole = site.whole;
+void ReduceScatterSite::direct() {
   std::vector<Var*> acc(n, nullptr);
   std::vector<std::vector<std::pair<Var*, int64_t>>> pending(n);  // received, not yet summed: (piece, sender)
   auto fold = [&](size_t j, Var* x, int64_t from, Var* out) {
@@ -232,7 +222,7 @@ void rewriteReduceScatterDirect(const RingSite& r) {
       std::vector<int64_t> peers{r.at(-k)};
       if (k <= r.b) peers.push_back(r.at(k));
       std::vector<Transfer> sends, recvs;
-      for (int64_t d : peers) sends.push_back({site.partial(d, j), d});
+      for (int64_t d : peers) sends.push_back({partial(d, j), d});
       for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
       pending[j].clear();
       for (int64_t d : peers) {
@@ -244,12 +234,12 @@ void rewriteReduceScatterDirect(const RingSite& r) {
     }
   std::vector<Var*> sums(n, nullptr);
   for (size_t j = 0; j < n; ++j) {
-    Var* own = site.partial(r.p, j);
+    Var* own = partial(r.p, j);
     for (auto [x, from] : pending[j]) fold(j, x, from, nullptr);
     fold(j, own, r.p, n == 1 ? m.shard : nullptr);
     sums[j] = acc[j];
   }
-  site.finish(sums);
+  finish(sums);
 }
 
 }  // namespace
@@ -257,8 +247,8 @@ void rewriteReduceScatterDirect(const RingSite& r) {
 void rewriteCollectiveMatmul(const CollectiveMatmulMatch& m, int64_t position, const std::string& comm_stream, RingShape shape) {
   RingSite r{m, position, comm_stream, shape.chunks, shape.mainSteps(m.ranks), shape.secondSteps(m.ranks)};
   if (m.form == CollectiveMatmulForm::AllGather) rewriteAllGather(r);
-  else if (shape.direct) rewriteReduceScatterDirect(r);
-  else rewriteReduceScatter(r);
+  else if (shape.direct) ReduceScatterSite{r}.direct();
+  else ReduceScatterSite{r}.ring();
 }
 
 }  // namespace spopt
