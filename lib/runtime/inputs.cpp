@@ -68,9 +68,7 @@ void forEachElement(const std::vector<int64_t>& local, const ShardLayout& l, F f
   // Walk rows of the last dim: contiguous in both tensors.
   const int64_t row = nd ? local[nd - 1] : 1, rows = n / row;
   constexpr int64_t kShare = int64_t(1) << 16;  // elements per share, at least a row
-  const int64_t per = std::max<int64_t>(1, kShare / row), shares = (rows + per - 1) / per;
-  parallelFor(shares, shares > 1 ? gemmWidth() : 1, [&](int64_t share) {
-    const int64_t first = share * per, last = std::min(rows, first + per);
+  parallelRanges(rows, std::max<int64_t>(1, kShare / row), [&](int64_t first, int64_t last) {
     std::vector<int64_t> idx(nd, 0);  // the leading dims of row `first`
     for (int64_t r = first, k = int64_t(nd) - 1; k-- > 0;) {
       idx[size_t(k)] = r % local[size_t(k)];

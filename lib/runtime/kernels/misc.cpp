@@ -100,10 +100,8 @@ void sgd(KernelContext& c) {
     T* o = out.data<T>();
     T r = T(rate);
     // A step reads and writes every parameter: shared out in fixed slices (trait::Threaded).
-    constexpr int64_t kSlice = int64_t(1) << 16;
-    const int64_t n = param.numel(), slices = (n + kSlice - 1) / kSlice;
-    parallelFor(slices, slices > 1 ? gemmWidth() : 1, [&](int64_t s) {
-      for (int64_t i = s * kSlice, e = std::min(n, i + kSlice); i < e; ++i) o[i] = p[i] - r * g[i];
+    parallelRanges(param.numel(), int64_t(1) << 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) o[i] = p[i] - r * g[i];
     });
   });
 }
