@@ -9,8 +9,9 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <thread>
 #include <vector>
+
+#include "runtime/kernels/parallel.h"
 
 namespace spopt::rt {
 namespace {
@@ -168,10 +169,7 @@ void reserveBuffers(size_t bytes, int threads) {
     for (size_t h = share; h < huge_pages; h += shares)
       for (size_t b = 0; b < kHuge; b += kPage) reinterpret_cast<volatile char*>(p)[h * kHuge + b] = 0;
   };
-  std::vector<std::thread> helpers;
-  for (size_t s = 1; s < shares; ++s) helpers.emplace_back(touch, s);
-  touch(0);
-  for (auto& t : helpers) t.join();
+  parallelFor(int64_t(shares), int(shares), [&](int64_t share) { touch(size_t(share)); });
   Pool& pl = pool();
   std::lock_guard lk(pl.mu);
   pl.stats.mapped += n;
