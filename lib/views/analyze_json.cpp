@@ -166,6 +166,9 @@ std::string renderAnalyzeTrace(const JobReport& r) {
         double ts = micros(iv.start), dur = micros(iv.end - iv.start);
         Json e{{"name", std::string(iv.op->type)}, {"cat", phaseName(phaseOf(*iv.op))}, {"ph", "X"}, {"ts", ts},
                {"dur", dur}, {"pid", t.rank}, {"tid", s}, {"args", {{"op", opPointerAt(*iv.op, iv.position)}}}};
+        // A communicating collective names its ring, as replay's trace does (compare-traces.py
+        // pairs a ring's k-th collective across ranks by it).
+        if (auto c = asCollective(*iv.op); c && communicates(*c)) e["args"]["ring"] = c->ring_id;
         events.push_back(e);
       }
     }
