@@ -70,7 +70,6 @@ HardwareModel hostModel(const HostMeasurement& h) {
   m.wake_s = h.wake_s;
   m.gemm_curve = h.sgemm_curve;
   m.widen_16bit = true;
-  m.reshape_copies = true;
   m.source = "measured on this machine with " + std::to_string(h.ranks) +
              " rank threads at once: sgemm by size through replay's BLAS, a copy loop";
   return m;
@@ -162,8 +161,8 @@ double opFlops(const Op& op) {
 
 double opBytesTouched(const Op& op, const HardwareModel& m) {
   OpView v(op);
-  // A view moves nothing on a GPU; on the host replay's reshape copies.
-  if (v.has(trait::View) && !(m.reshape_copies && v.has(trait::ReplayCopies))) return 0;
+  // A view moves nothing: a GPU framework aliases the buffer, and so does replay (shareTensor).
+  if (v.has(trait::View)) return 0;
   auto size = [&](const Var* var) {
     if (!var) return 0.0;
     bool is16 = var->dtype == DType::Float16 || var->dtype == DType::BFloat16;
@@ -225,7 +224,8 @@ double opCostSeconds(const Op& op, const HardwareModel& m) {
     if (c->kind != CollectiveKind::KernelAllReduce) return ring_s;
   }
   double flops = opFlops(op), bytes = opBytesTouched(op, m);
-  if (flops == 0 && bytes == 0) return ring_s;
+  // A view (reshape) moves nothing but is still an op the executor dispatches.
+  if (flops == 0 && bytes == 0) return ring_s + m.op_overhead_s;
   DType t = DType::Float32;
   if (!op.outputs.empty() && !op.outputs[0].args.empty() && op.outputs[0].args[0].var)
     t = op.outputs[0].args[0].var->dtype;

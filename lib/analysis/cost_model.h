@@ -29,8 +29,6 @@ struct HardwareModel {
   double wake_s = 0;
   // float16/bfloat16 stored and computed as float32 (what replay does).
   bool widen_16bit = false;
-  // reshape2 copies its input (replay) instead of being a view (a GPU framework).
-  bool reshape_copies = false;
   // Measured GEMM rate by problem size (cube root of m*n*k, ascending), for a machine whose small
   // GEMMs run far below its peak (a CPU); empty: every GEMM runs at the dtype's peak.
   std::vector<std::pair<double, double>> gemm_curve;

@@ -216,12 +216,12 @@ void addIndexOps(std::vector<OpDef>& d) {
   OperandDef xshape_out{"XShape", {}, 1, false, false};
   d.push_back({.name = "squeeze", .spellings = {legacyName("squeeze2"), pirName("pd_op.squeeze"), pirName("pd_op.squeeze_", true)},
                .inputs = {{"X", {}, 0, true}, {"AxesTensor"}, {"AxesTensorList"}}, .outputs = {{"Out", {}, 0, true}, xshape_out},
-               .attrs = {{"axes", AttrKind::Ints, "axis", 1}}, .traits = kIndexMove | trait::View | trait::ReplayCopies,
+               .attrs = {{"axes", AttrKind::Ints, "axis", 1}}, .traits = kIndexMove | trait::View,
                .rule = ruleSqueeze, .grad = "squeeze_grad"});
   d.push_back({.name = "squeeze_grad", .spellings = {legacyName("squeeze2_grad"), pirName("pd_op.squeeze_grad")},
                .inputs = {{"XShape", {}, -1, true, false}, {"X", {}, 0, false, false}, {"Out@GRAD", {}, 1, true}},
                .outputs = {{"X@GRAD", {}, 0, true}}, .attrs = {{"axes", AttrKind::Ints, "axis", 2}},
-               .traits = trait::MovesOnly | trait::Grad | trait::View | trait::ReplayCopies, .rule = ruleSqueezeGrad});
+               .traits = trait::MovesOnly | trait::Grad | trait::View, .rule = ruleSqueezeGrad});
   std::vector<AttrDef> slice_attrs = {{"axes", AttrKind::Ints}, {"starts", AttrKind::Ints, {}, 1}, {"ends", AttrKind::Ints, {}, 2},
                                       {"infer_flags", AttrKind::Ints}, {"decrease_axis", AttrKind::Ints}};
   d.push_back({.name = "slice", .spellings = {legacyName("slice"), pirName("pd_op.slice")},

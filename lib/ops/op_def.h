@@ -48,7 +48,6 @@ enum : uint32_t {
   Grad = 1u << 9,          // a backward op
   VectorResult = 1u << 10, // PIR: its result is a vector of tensors (split_with_num, builtin.combine)
   Constant = 1u << 11,     // defines a constant from its `value` attribute (full, fill_constant)
-  ReplayCopies = 1u << 12, // a View whose replay kernel copies the buffer (reshape): costed on host
   Sink = 1u << 13,         // hands a value out of the program (fetch)
   Threaded = 1u << 14,     // its replay kernel shares its work over a GEMM's threads (leased as for Blas)
 };

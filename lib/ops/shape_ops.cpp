@@ -168,14 +168,14 @@ void addShapeOps(std::vector<OpDef>& d) {
   OperandDef xshape_out{"XShape", {}, 1, false, false};
   d.push_back({.name = "reshape", .spellings = {legacyName("reshape2"), pirName("pd_op.reshape"), pirName("pd_op.reshape_", true)},
                .inputs = {{"X", {}, 0, true}, {"Shape"}}, .outputs = {{"Out", {}, 0, true}, xshape_out},
-               .attrs = {{"shape", AttrKind::Ints, {}, 1}}, .traits = kMove | trait::View | trait::ReplayCopies,
+               .attrs = {{"shape", AttrKind::Ints, {}, 1}}, .traits = kMove | trait::View,
                .rule = ruleReshape, .grad = "reshape_grad"});
   d.push_back({.name = "reshape_grad", .spellings = {legacyName("reshape2_grad"), pirName("pd_op.reshape_grad")},
                .inputs = {{"XShape", {}, 0, true, false}, {"Out@GRAD", {}, 1, true}}, .outputs = {{"X@GRAD", {}, 0, true}},
-               .traits = trait::MovesOnly | trait::Grad | trait::View | trait::ReplayCopies, .rule = ruleReshapeGrad});
+               .traits = trait::MovesOnly | trait::Grad | trait::View, .rule = ruleReshapeGrad});
   d.push_back({.name = "unsqueeze", .spellings = {legacyName("unsqueeze2"), pirName("pd_op.unsqueeze"), pirName("pd_op.unsqueeze_", true)},
                .inputs = {{"X", {}, 0, true}, {"AxesTensor"}, {"AxesTensorList"}}, .outputs = {{"Out", {}, 0, true}, xshape_out},
-               .attrs = {{"axes", AttrKind::Ints, "axis", 1}}, .traits = kMove | trait::View | trait::ReplayCopies,
+               .attrs = {{"axes", AttrKind::Ints, "axis", 1}}, .traits = kMove | trait::View,
                .rule = ruleUnsqueeze});
   d.push_back({.name = "transpose", .spellings = {legacyName("transpose2"), pirName("pd_op.transpose")},
                .inputs = {{"X", {}, 0, true}}, .outputs = {{"Out", {}, 0, true}, {"XShape", {}, -1, false, false}},
