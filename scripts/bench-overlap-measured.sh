@@ -32,8 +32,9 @@
 #
 # Usage: scripts/bench-overlap-measured.sh [SP_OPT] [RUNS] [LINKS] [SIZES]
 #   defaults: build/sp-opt 7 "0.05,100 0.1,100" "s m l"; CAL_RUNS=3; SIZES from the names below.
-#   The links are chosen so that, on the 2-core machine, the model puts communication at 36-68% of
-#   the fuse job's step and the overlap alone gains 18-22%: at 0.02 GB/s the step is nearly all
+#   The links are chosen so that, on the 2-core machine idle, the model puts communication at
+#   36-68% of the fuse job's step and the overlap alone gains 18-22% (a calibration reproducing
+#   the idle machine's predictions; a loaded one puts comm lower): at 0.02 GB/s the step is nearly all
 #   link time, the overlap can hide little of it, and regather's added all-gathers cost more
 #   than that (the predicted gain of the whole chain is near 0 or negative).
 #   `--before OLD_SP_OPT` as the first two arguments adds a row per job with OLD's default chain
