@@ -146,7 +146,7 @@ void HappensBefore::pairPointToPoint(OpFactsCache& facts) {
     if (n.peer_rank < 0) continue;
     p2p_nodes.push_back(id);
     if (group_of_[id] != id) join(id, group_of_[id]);
-    const std::optional<PointToPoint>& p = facts.facts(*n.op).p2p;
+    const std::optional<PointToPoint>& p = facts.comm(facts.facts(*n.op)).p2p;
     int64_t self = ranks_[n.rank_index].rank;
     bool send = p->kind == P2PKind::Send;
     auto& pair = pairs.try_emplace({p->ring_id, send ? self : n.peer_rank, send ? n.peer_rank : self, n.ring_k}, kNoNode, kNoNode).first->second;
@@ -162,7 +162,7 @@ void HappensBefore::pairPointToPoint(OpFactsCache& facts) {
   for (uint32_t id : p2p_nodes) {
     auto [it, made] = instance_of_root.try_emplace(root(id), uint32_t(instances_.size()));
     if (made) {
-      const std::optional<PointToPoint>& p = facts.facts(*nodes_[id].op).p2p;
+      const std::optional<PointToPoint>& p = facts.comm(facts.facts(*nodes_[id].op)).p2p;
       instances_.push_back({p->ring_id, nodes_[id].ring_k, {}, false, true});
     }
     instances_[it->second].members.push_back(id);
@@ -195,7 +195,8 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
       s = uint32_t(rank.streams.size());
       rank.streams.push_back(facts.streamName(f.stream));
     }
-    read.push_back({s, f.has_events, f.communicates, f.ring_id, f.sig, f.p2p});
+    const CommFacts& c = facts.comm(f);
+    read.push_back({s, f.has_events, f.communicates, c.ring_id, c.sig, c.p2p});
   }
   const size_t streams = rank.streams.size();
   std::vector<uint32_t> stream_tail(streams, kNoNode);

@@ -155,7 +155,7 @@ class LivenessBuilder {
     for (const Op& op : b.ops) {
       const OpFacts* f = o_.facts ? &o_.facts->facts(op) : nullptr;
       const bool loss = (f ? f->phase : phaseOf(op)) == Phase::Loss;
-      const uint64_t shape_only = f && !f->many_inputs ? f->shape_only_inputs : 0;
+      const uint32_t shape_only = f && !f->many_inputs ? f->shape_only_inputs : 0;
       std::optional<OpView> view;  // resolved once per op, not once per input slot (readsBuffer's rule)
       if (!f || f->many_inputs) view.emplace(op);
       for (size_t si = 0; si < op.inputs.size(); ++si) {

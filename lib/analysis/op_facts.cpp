@@ -48,20 +48,25 @@ void OpFactsCache::fill(const Op& op, Entry& e) {
     }
   }
   ResolvedOp r = resolveOp(op.type);
+  CommFacts c;
   if (r && r.def->collective) {
-    auto c = asCollective(op);
-    if (c && communicates(*c)) {
+    auto coll = asCollective(op);
+    if (coll && communicates(*coll)) {
       f.communicates = true;
-      f.kernel_comm = c->kind == CollectiveKind::KernelAllReduce;
-      f.ring_id = c->ring_id;
-      f.sig = signatureOf(op);
+      f.kernel_comm = coll->kind == CollectiveKind::KernelAllReduce;
+      c.ring_id = coll->ring_id;
+      c.sig = signatureOf(op);
     }
   }
-  if (r && r.def->p2p) f.p2p = asPointToPoint(op);
+  if (r && r.def->p2p) c.p2p = asPointToPoint(op);
+  if (f.communicates || c.p2p) {
+    f.comm = uint32_t(comm_.size());
+    comm_.push_back(std::move(c));
+  }
   const OpView view(op, r);
-  f.many_inputs = op.inputs.size() > 64;
-  for (size_t i = 0; i < op.inputs.size() && i < 64; ++i)
-    if (!view.readsBuffer(op.inputs[i].name)) f.shape_only_inputs |= uint64_t(1) << i;
+  f.many_inputs = op.inputs.size() > 32;
+  for (size_t i = 0; i < op.inputs.size() && i < 32; ++i)
+    if (!view.readsBuffer(op.inputs[i].name)) f.shape_only_inputs |= uint32_t(1) << i;
   e.facts = std::move(f);
   e.known = true;
 }

@@ -21,17 +21,23 @@
 
 namespace spopt {
 
+// Kept small (the cache holds one per op of the job): a collective's or a send's details are in a
+// CommFacts beside it.
 struct OpFacts {
   Phase phase = Phase::Unknown;
-  bool has_sub_block = false;  // attr sub_block present (the op runs a sub-block)
-  bool has_events = false;     // names an event to wait for or to record
-  bool communicates = false;   // a collective that moves data (not c_identity)
-  bool kernel_comm = false;    // of those, one that computes and all-reduces inside its kernel
-  bool many_inputs = false;    // more input slots than shape_only_inputs has bits: ask the catalogue
-  uint32_t stream = 0;         // OpFactsCache::streamName(stream); 0 is "default"
-  uint64_t shape_only_inputs = 0;  // bit i: input slot i is read only for its shape (no-need-buffer)
-  int64_t ring_id = -1;        // of a communicating collective
-  CollectiveSig sig;           // of a communicating collective
+  uint32_t stream = 0;             // OpFactsCache::streamName(stream); 0 is "default"
+  uint32_t shape_only_inputs = 0;  // bit i: input slot i is read only for its shape (no-need-buffer)
+  uint32_t comm = UINT32_MAX;      // OpFactsCache::comm's index: a communicating collective or a send or receive
+  bool has_sub_block = false;      // attr sub_block present (the op runs a sub-block)
+  bool has_events = false;         // names an event to wait for or to record
+  bool communicates = false;       // a collective that moves data (not c_identity)
+  bool kernel_comm = false;        // of those, one that computes and all-reduces inside its kernel
+  bool many_inputs = false;        // more input slots than shape_only_inputs has bits: ask the catalogue
+};
+
+struct CommFacts {
+  int64_t ring_id = -1;  // of a communicating collective
+  CollectiveSig sig;     // of a communicating collective
   std::optional<PointToPoint> p2p;
 };
 
@@ -52,15 +58,18 @@ class OpFactsCache {
   }
   // Drops what was read of `op` (its attrs or dist_attr changed); its cost stays.
   void forget(const Op& op) { entry(op).known = false; }
+  // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.
+  const CommFacts& comm(const OpFacts& f) const { return f.comm < comm_.size() ? comm_[f.comm] : kNoComm; }
   const std::string& streamName(uint32_t id) const { return stream_names_[id]; }
   size_t streamCount() const { return stream_names_.size(); }
 
  private:
   struct Entry {
     OpFacts facts;
-    double cost = -1;  // -1: not computed yet
     bool known = false;
+    double cost = -1;  // -1: not computed yet
   };
+  static inline const CommFacts kNoComm{};
   Entry& entry(const Op& op) {
     const size_t pos = op.block->program->position;
     if (pos < by_program_.size() && op.id < by_program_[pos].size()) return by_program_[pos][op.id];
@@ -72,6 +81,7 @@ class OpFactsCache {
 
   const HardwareModel* model_ = nullptr;
   std::vector<std::vector<Entry>> by_program_;
+  std::vector<CommFacts> comm_;
   std::vector<std::string> stream_names_{"default"};
   absl::flat_hash_map<std::string, uint32_t> stream_of_raw_;  // execution_stream's raw text -> name id
   absl::flat_hash_map<std::string, uint32_t> stream_of_name_{{"default", 0}};

@@ -61,7 +61,7 @@ class Simulator {
       nodes_[i].cost = facts_.cost(*g.op);
       nodes_[i].phase = f.phase;
       nodes_[i].is_comm = g.collective != kNone;
-      if (const auto& p = f.p2p; g.peer_rank >= 0 && p && p->tensor) {
+      if (const auto& p = facts_.comm(f).p2p; g.peer_rank >= 0 && p && p->tensor) {
         nodes_[i].p2p_bytes = double(p->tensor->byteSize().value_or(0));
         nodes_[i].p2p_send = p->kind == P2PKind::Send;
       }

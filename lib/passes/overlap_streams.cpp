@@ -25,7 +25,7 @@ std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts) {
     return c ? std::optional<int64_t>(c->ring_id) : std::nullopt;
   }
   const OpFacts& f = facts->facts(op);
-  return f.communicates && !f.kernel_comm ? std::optional<int64_t>(f.ring_id) : std::nullopt;
+  return f.communicates && !f.kernel_comm ? std::optional<int64_t>(facts->comm(f).ring_id) : std::nullopt;
 }
 
 std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {
