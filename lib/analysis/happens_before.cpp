@@ -177,10 +177,8 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
   // Per op, what the loop below reads of it (copied: the cache's entries may move as it grows).
   struct Read {
     uint32_t stream;
+    uint32_t comm;  // OpFacts::comm
     bool events, communicates;
-    int64_t ring_id;
-    CollectiveSig sig;
-    std::optional<PointToPoint> p2p;
   };
   std::vector<Read> read;
   read.reserve(order.ops.size());
@@ -195,8 +193,7 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
       s = uint32_t(rank.streams.size());
       rank.streams.push_back(facts.streamName(f.stream));
     }
-    const CommFacts& c = facts.comm(f);
-    read.push_back({s, f.has_events, f.communicates, c.ring_id, c.sig, c.p2p});
+    read.push_back({s, f.comm, f.has_events, f.communicates});
   }
   const size_t streams = rank.streams.size();
   std::vector<uint32_t> stream_tail(streams, kNoNode);
@@ -220,11 +217,12 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
     n.rank_index = rank_index;
     n.position = order.ops[i].position;
     n.stream = read[i].stream;
-    const std::optional<PointToPoint>& p2p = read[i].p2p;
+    auto comm = [&](size_t k) -> const CommFacts& { return facts.comm(read[k].comm); };
+    const std::optional<PointToPoint>& p2p = comm(i).p2p;
     // sameP2PGroup's rule (p2p.h), on the facts: both sends or receives, one ring, one stream.
     const bool joins_group = p2p && i > 0 && order.ops[i - 1].op->block == op.block &&
-                             order.ops[i - 1].position + 1 == order.ops[i].position && read[i - 1].p2p &&
-                             read[i - 1].p2p->ring_id == p2p->ring_id && read[i - 1].stream == read[i].stream;
+                             order.ops[i - 1].position + 1 == order.ops[i].position && comm(i - 1).p2p &&
+                             comm(i - 1).p2p->ring_id == p2p->ring_id && read[i - 1].stream == read[i].stream;
     group_first_ = joins_group ? group_first_ : p2p ? id : kNoNode;
     group_of_.push_back(group_first_ == kNoNode ? id : group_first_);
     if (p2p)
@@ -249,8 +247,8 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
         else waits_unrecorded.emplace_back(id, e);
       }
     if (read[i].communicates) {
-      const int64_t ring_id = read[i].ring_id;
-      comm_.push_back({id, ring_id, read[i].sig});
+      const int64_t ring_id = comm(i).ring_id;
+      comm_.push_back({id, ring_id, comm(i).sig});
       auto [last, first_on_ring] = last_on_ring.try_emplace(ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
       n.ring_k = issued_on_ring[ring_id]++;

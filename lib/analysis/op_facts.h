@@ -59,7 +59,8 @@ class OpFactsCache {
   // Drops what was read of `op` (its attrs or dist_attr changed); its cost stays.
   void forget(const Op& op) { entry(op).known = false; }
   // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.
-  const CommFacts& comm(const OpFacts& f) const { return f.comm < comm_.size() ? comm_[f.comm] : kNoComm; }
+  const CommFacts& comm(uint32_t index) const { return index < comm_.size() ? comm_[index] : kNoComm; }
+  const CommFacts& comm(const OpFacts& f) const { return comm(f.comm); }
   const std::string& streamName(uint32_t id) const { return stream_names_[id]; }
   size_t streamCount() const { return stream_names_.size(); }
 
