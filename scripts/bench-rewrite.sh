@@ -14,6 +14,10 @@
 # Usage: scripts/bench-rewrite.sh [--before OLD_SP_OPT] [SP_OPT] [TARGET_OPS...]
 #   SP_OPT defaults to build/sp-opt; TARGET_OPS to "100000 300000 1000000".
 #   SPOPT_BENCH_GEN=path uses another binary for `sp-opt gen`.
+#   SPOPT_BENCH_SHAPE="..." replaces the gen options after the model (default below); e.g.
+#   "--tp 4 --hidden 1024 --heads 16 --seq 1024 --batch 8 --sequence-parallel", a shape at which
+#   overlap-collectives reorders under its default preset (at the default shape it refuses every
+#   collective, so its time is almost all analysis).
 #   Not part of ctest. Needs /usr/bin/time (GNU time) and python3.
 set -euo pipefail
 
@@ -37,7 +41,7 @@ work, gen, repeat, after, before = sys.argv[1:6]
 targets = [int(t) for t in sys.argv[6:]]
 repeat = int(repeat)
 binaries = [("before", before), ("after", after)] if before else [("after", after)]
-SHAPE = ["--tp", "4", "--hidden", "64", "--heads", "4", "--seq", "16", "--batch", "2", "--sequence-parallel"]
+SHAPE = os.environ.get("SPOPT_BENCH_SHAPE", "--tp 4 --hidden 64 --heads 4 --seq 16 --batch 2 --sequence-parallel").split()
 
 def generate(layers, path):
     out = subprocess.run([gen, "gen", "gpt", "--layers", str(layers), *SHAPE, "-o", path], check=True, capture_output=True, text=True).stdout

@@ -80,7 +80,9 @@ bool pairable(const CollectiveSig& x, const CollectiveSig& y) {
 
 }  // namespace
 
-HappensBefore::HappensBefore(const Job& job) : job_(job) {
+HappensBefore::HappensBefore(const Job& job, OpFactsCache* given) : job_(job) {
+  OpFactsCache own;
+  OpFactsCache& facts = given ? *given : own;
   size_t total = 0;
   for (const auto& p : job.programs)
     for (const auto& b : p->blocks) total += b->ops.size();
@@ -93,7 +95,7 @@ HappensBefore::HappensBefore(const Job& job) : job_(job) {
   std::vector<CollectiveSig> first_sig;
   for (size_t ri = 0; ri < job.programs.size(); ++ri) {
     comm_.clear();
-    buildProgram(*job.programs[ri], uint32_t(ri));
+    buildProgram(*job.programs[ri], uint32_t(ri), facts);
     for (const CommNode& cn : comm_) {
       HbNode& n = nodes_[cn.node];
       std::vector<uint32_t>& by_k = instance_of[cn.ring_id];
@@ -122,13 +124,13 @@ HappensBefore::HappensBefore(const Job& job) : job_(job) {
         for (int64_t r : g->ranks) it->second += job.program(r) ? 1 : 0;
     if (inst.members.size() < it->second) unmatched_.push_back({k, it->second});
   }
-  pairPointToPoint();
+  pairPointToPoint(facts);
   buildCsr();
 }
 
 // Joins each send with its receive (the k-th of a channel on both sides) and each group's members
 // into instances: the connected sets of both relations (union-find), members in node order.
-void HappensBefore::pairPointToPoint() {
+void HappensBefore::pairPointToPoint(OpFactsCache& facts) {
   std::vector<uint32_t> parent(nodes_.size());
   for (uint32_t i = 0; i < parent.size(); ++i) parent[i] = i;
   auto root = [&](uint32_t x) {
@@ -144,7 +146,7 @@ void HappensBefore::pairPointToPoint() {
     if (n.peer_rank < 0) continue;
     p2p_nodes.push_back(id);
     if (group_of_[id] != id) join(id, group_of_[id]);
-    auto p = asPointToPoint(*n.op);
+    const std::optional<PointToPoint>& p = facts.comm(facts.facts(*n.op)).p2p;
     int64_t self = ranks_[n.rank_index].rank;
     bool send = p->kind == P2PKind::Send;
     auto& pair = pairs.try_emplace({p->ring_id, send ? self : n.peer_rank, send ? n.peer_rank : self, n.ring_k}, kNoNode, kNoNode).first->second;
@@ -160,7 +162,7 @@ void HappensBefore::pairPointToPoint() {
   for (uint32_t id : p2p_nodes) {
     auto [it, made] = instance_of_root.try_emplace(root(id), uint32_t(instances_.size()));
     if (made) {
-      auto p = asPointToPoint(*nodes_[id].op);
+      const std::optional<PointToPoint>& p = facts.comm(facts.facts(*nodes_[id].op)).p2p;
       instances_.push_back({p->ring_id, nodes_[id].ring_k, {}, false, true});
     }
     instances_[it->second].members.push_back(id);
@@ -169,39 +171,29 @@ void HappensBefore::pairPointToPoint() {
   group_of_.clear();
 }
 
-void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
+void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsCache& facts) {
   HbRank rank{p.rank, {"default"}};
-  std::unordered_map<std::string, uint32_t> stream_index{{"default", 0}};
-  // Most ops share a few interned dist_attr texts: the stream is decoded once per raw value.
-  absl::flat_hash_map<std::string_view, uint32_t> stream_of_raw;
   ExecutionOrder order(p);
-  std::vector<uint32_t> stream_of;
-  stream_of.reserve(order.ops.size());
-  // Whether each op names events (waits or records): most ops have no dist_attr or one without
-  // either, so the event attributes are decoded only where they are present.
-  std::vector<uint8_t> has_events;
-  has_events.reserve(order.ops.size());
+  // Per op, what the loop below reads of it (copied: the cache's entries may move as it grows).
+  struct Read {
+    uint32_t stream;
+    uint32_t comm;  // OpFacts::comm
+    bool events, communicates;
+  };
+  std::vector<Read> read;
+  read.reserve(order.ops.size());
+  // The cache's stream names -> this rank's stream index, in order of first use.
+  std::vector<uint32_t> local_stream(facts.streamCount(), kNoNode);
+  local_stream[0] = 0;
   for (const auto& item : order.ops) {
-    std::optional<std::string_view> raw;
-    bool events = false;
-    if (item.op->hasDistAttr()) {
-      for (const Member& m : item.op->dist_attr.peekMembers()) {
-        if (m.key == "execution_stream") raw = m.raw;
-        else if (m.key == "events_to_wait" || m.key == "event_to_record") events = true;
-      }
+    const OpFacts& f = facts.facts(*item.op);
+    if (local_stream.size() < facts.streamCount()) local_stream.resize(facts.streamCount(), kNoNode);
+    uint32_t& s = local_stream[f.stream];
+    if (s == kNoNode) {
+      s = uint32_t(rank.streams.size());
+      rank.streams.push_back(facts.streamName(f.stream));
     }
-    has_events.push_back(events);
-    if (!raw) {
-      stream_of.push_back(0);
-      continue;
-    }
-    auto [known, fresh_raw] = stream_of_raw.try_emplace(*raw, 0);
-    if (fresh_raw) {
-      auto [it, fresh] = stream_index.try_emplace(item.op->executionStream(), uint32_t(rank.streams.size()));
-      if (fresh) rank.streams.push_back(it->first);
-      known->second = it->second;
-    }
-    stream_of.push_back(known->second);
+    read.push_back({s, f.comm, f.has_events, f.communicates});
   }
   const size_t streams = rank.streams.size();
   std::vector<uint32_t> stream_tail(streams, kNoNode);
@@ -224,10 +216,13 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
     n.op = &op;
     n.rank_index = rank_index;
     n.position = order.ops[i].position;
-    n.stream = stream_of[i];
-    auto p2p = asPointToPoint(op);
+    n.stream = read[i].stream;
+    auto comm = [&](size_t k) -> const CommFacts& { return facts.comm(read[k].comm); };
+    const std::optional<PointToPoint>& p2p = comm(i).p2p;
+    // sameP2PGroup's rule (p2p.h), on the facts: both sends or receives, one ring, one stream.
     const bool joins_group = p2p && i > 0 && order.ops[i - 1].op->block == op.block &&
-                             order.ops[i - 1].position + 1 == order.ops[i].position && sameP2PGroup(*order.ops[i - 1].op, op);
+                             order.ops[i - 1].position + 1 == order.ops[i].position && comm(i - 1).p2p &&
+                             comm(i - 1).p2p->ring_id == p2p->ring_id && read[i - 1].stream == read[i].stream;
     group_first_ = joins_group ? group_first_ : p2p ? id : kNoNode;
     group_of_.push_back(group_first_ == kNoNode ? id : group_first_);
     if (p2p)
@@ -246,21 +241,22 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index) {
       if (!last_reader.empty())
         for (size_t t = 0; t < streams; ++t) addEdge(last_reader[v.id * streams + t], id, HbEdge::Reuse);
     });
-    if (has_events[i])
+    if (read[i].events)
       for (const std::string& e : eventsToWait(op)) {
         if (auto r = recorder.find(e); r != recorder.end()) addEdge(r->second, id, HbEdge::Event);
         else waits_unrecorded.emplace_back(id, e);
       }
-    if (auto c = asCollective(op); c && communicates(*c)) {
-      comm_.push_back({id, c->ring_id, signatureOf(op)});
-      auto [last, first_on_ring] = last_on_ring.try_emplace(c->ring_id, id);
+    if (read[i].communicates) {
+      const int64_t ring_id = comm(i).ring_id;
+      comm_.push_back({id, ring_id, comm(i).sig});
+      auto [last, first_on_ring] = last_on_ring.try_emplace(ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
-      n.ring_k = issued_on_ring[c->ring_id]++;
+      n.ring_k = issued_on_ring[ring_id]++;
     } else if (p2p && p2p->ring_id >= 0) {  // one communicator per ring issues its sends and receives in order too
       auto [last, first_on_ring] = last_on_ring.try_emplace(p2p->ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);
     }
-    if (std::string e = has_events[i] ? eventToRecord(op) : std::string(); !e.empty()) {
+    if (std::string e = read[i].events ? eventToRecord(op) : std::string(); !e.empty()) {
       recorder[e] = id;
       first_recorder_after.try_emplace(e, id);
     }

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/op_facts.h"
 #include "analysis/ring_order.h"
 #include "ir/ir.h"
 
@@ -86,7 +87,9 @@ struct HbProgress {
 
 class HappensBefore {
  public:
-  explicit HappensBefore(const Job& job);
+  // `facts`, when given, supplies each op's stream, events and collective role (a caller building
+  // several graphs of one job reads each op's attributes once); else they are read here.
+  explicit HappensBefore(const Job& job, OpFactsCache* facts = nullptr);
 
   const Job& job() const { return job_; }
   const std::vector<HbNode>& nodes() const { return nodes_; }
@@ -121,8 +124,8 @@ class HappensBefore {
     // Members of one point-to-point group are issued together: none waits for another.
     if (from != kNoNode && from != to && (group_first_ == kNoNode || from < group_first_)) edges_.push_back({from, to, kind});
   }
-  void buildProgram(const Program& p, uint32_t rank_index);
-  void pairPointToPoint();
+  void buildProgram(const Program& p, uint32_t rank_index, OpFactsCache& facts);
+  void pairPointToPoint(OpFactsCache& facts);
   void buildCsr();
 
   struct RawEdge {

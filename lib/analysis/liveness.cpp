@@ -1,8 +1,10 @@
 #include "analysis/liveness.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
+#include "analysis/op_facts.h"
 #include "ops/op_view.h"
 #include "ir/json_text.h"
 #include "ir/op_role.h"
@@ -151,13 +153,18 @@ class LivenessBuilder {
     };
     const bool has_sub_blocks = p_.blocks.size() > 1;  // else no op's sub_block names another block
     for (const Op& op : b.ops) {
-      const OpView view(op);  // resolved once per op, not once per input slot (readsBuffer's rule)
-      for (const Slot& s : op.inputs) {
-        uint8_t kind = !o_.no_need_buffer || view.readsBuffer(s.name) ? kRead : kShapeRead;
+      const OpFacts* f = o_.facts ? &o_.facts->facts(op) : nullptr;
+      const bool loss = (f ? f->phase : phaseOf(op)) == Phase::Loss;
+      const uint32_t shape_only = f && !f->many_inputs ? f->shape_only_inputs : 0;
+      std::optional<OpView> view;  // resolved once per op, not once per input slot (readsBuffer's rule)
+      if (!f || f->many_inputs) view.emplace(op);
+      for (size_t si = 0; si < op.inputs.size(); ++si) {
+        const Slot& s = op.inputs[si];
+        const bool reads = view ? view->readsBuffer(s.name) : !(shape_only >> si & 1);
+        uint8_t kind = !o_.no_need_buffer || reads ? kRead : kShapeRead;
         for (const Arg& a : s.args)
           if (a.var) use(a.var, kind);
       }
-      const bool loss = phaseOf(op) == Phase::Loss;
       for (const Slot& s : op.outputs)
         for (const Arg& a : s.args)
           if (a.var) {

@@ -26,8 +26,13 @@ namespace spopt {
 // The block indices an op runs as sub-blocks: attr sub_block (an int) or blocks (an int array).
 std::vector<int64_t> subBlocksOf(const Op& op);
 
+class OpFactsCache;
+
 struct LivenessOptions {
   bool no_need_buffer = true;  // shape-only reads do not keep a buffer alive
+  // Each op's phase and shape-only inputs, when given (a pass profiling one program several times
+  // reads them once per op: op_facts.h); else read from the op and the catalogue.
+  OpFactsCache* facts = nullptr;
 };
 
 // One list of vars per op, stored flat (two arrays for the block, not one vector per op): [i] is

@@ -20,16 +20,6 @@ const RankTimeline* StepTimeline::slowest() const {
   return best;
 }
 
-const OpFactsCache::Facts& OpFactsCache::at(const Op& op) {
-  const Program& p = *op.block->program;
-  if (by_program_.size() <= p.position) by_program_.resize(p.position + 1);
-  std::vector<Facts>& v = by_program_[p.position];
-  if (v.size() <= op.id) v.resize(std::max<size_t>(p.next_op_id, op.id + 1));
-  Facts& f = v[op.id];
-  if (f.cost < 0) f = {opCostSeconds(op, model_), phaseOf(op)};
-  return f;
-}
-
 namespace {
 
 constexpr uint32_t kNone = kNoNode;
@@ -48,7 +38,7 @@ struct Node {
 class Simulator {
  public:
   Simulator(const Job& job, OpFactsCache& facts, bool timelines)
-      : job_(job), model_(facts.model()), facts_(facts), timelines_(timelines), graph_(job) {}
+      : job_(job), model_(facts.model()), facts_(facts), timelines_(timelines), graph_(job, &facts) {}
 
   StepTimeline run() {
     build();
@@ -67,10 +57,11 @@ class Simulator {
     nodes_.resize(graph_.nodes().size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const HbNode& g = graph_.nodes()[i];
+      const OpFacts& f = facts_.facts(*g.op);
       nodes_[i].cost = facts_.cost(*g.op);
-      nodes_[i].phase = facts_.phase(*g.op);
+      nodes_[i].phase = f.phase;
       nodes_[i].is_comm = g.collective != kNone;
-      if (auto p = g.peer_rank >= 0 ? asPointToPoint(*g.op) : std::nullopt; p && p->tensor) {
+      if (const auto& p = facts_.comm(f).p2p; g.peer_rank >= 0 && p && p->tensor) {
         nodes_[i].p2p_bytes = double(p->tensor->byteSize().value_or(0));
         nodes_[i].p2p_send = p->kind == P2PKind::Send;
       }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/cost_model.h"
+#include "analysis/op_facts.h"
 #include "ir/op_role.h"
 #include "ir/ir.h"
 
@@ -66,32 +67,13 @@ struct StepTimeline {
   const RankTimeline* slowest() const;
 };
 
-// What the simulation reads of each op that a reorder does not change: its cost under one hardware
-// model and its phase. A caller that simulates one job more than once (a pass, before and after
-// reordering it) keeps one cache, so each op's attributes are parsed and costed once. Entries
-// are by program position and op id (ids are never reused); filled on first use.
-class OpFactsCache {
- public:
-  explicit OpFactsCache(const HardwareModel& m) : model_(m) {}
-  const HardwareModel& model() const { return model_; }
-  double cost(const Op& op) { return at(op).cost; }
-  Phase phase(const Op& op) { return at(op).phase; }
-
- private:
-  struct Facts {
-    double cost = -1;  // -1: not computed yet
-    Phase phase = Phase::Unknown;
-  };
-  const Facts& at(const Op& op);
-  const HardwareModel& model_;
-  std::vector<std::vector<Facts>> by_program_;
-};
-
 // Throws InputError naming an op when the ranks can never all reach a collective (their issue
 // orders across rings form a cycle), or when a rank's collective has no partner.
 StepTimeline simulateStep(const Job& job, const HardwareModel& model);
 // With `timelines` false, only the totals (step_s, each rank's end_s, total and phases) are kept:
 // no stream intervals, no critical path. A pass that reads only the totals skips their building.
+// A caller that simulates one job more than once (a pass, before and after reordering it) keeps
+// one OpFactsCache (op_facts.h), so each op's attributes are read and costed once.
 StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines = true);
 
 }  // namespace spopt

@@ -16,6 +16,7 @@
 // (overlap_explain.cpp words what is left exposed).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -64,6 +65,7 @@ class OverlapCollectives final : public Pass {
     std::vector<CollectiveOutcome> outcomes;
     std::vector<std::pair<const Program*, std::vector<uint32_t>>> input_pos;  // for explain records
     std::vector<bool> memory_limited(job.programs.size(), false);
+    std::vector<std::unique_ptr<BufferAliases>> aliases_of(job.programs.size());  // of each scheduled entry block
     peak_before_.assign(job.programs.size(), 0);
     peak_after_.assign(job.programs.size(), 0);
     for (auto& p : job.programs) {
@@ -72,11 +74,11 @@ class OverlapCollectives final : public Pass {
       auto regions = scheduleRegions(entry, phases, &facts);
       bool has_comm = false;
       for (auto& r : regions)
-        for (Op* op : r) has_comm = has_comm || commCollective(*op).has_value();
+        for (Op* op : r) has_comm = has_comm || commRing(*op, &facts).has_value();
       if (!has_comm) continue;
       std::vector<uint32_t> pos(p->next_op_id, 0);
       for (Op& op : entry.ops) pos[op.id] = uint32_t(entry.indexOf(&op));
-      int64_t peak_before = profileMemory(*p, 0).peak_bytes;
+      int64_t peak_before = peakBytes(*p, facts);
       int64_t& peak_after = peak_after_[p->position];
       if (opts_.split_grads) {
         size_t split = 0;
@@ -95,7 +97,8 @@ class OverlapCollectives final : public Pass {
         for (Op* op : r) costs.back().push_back(facts.cost(*op));
       }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
-      const BufferAliases aliases(entry);
+      aliases_of[p->position] = std::make_unique<BufferAliases>(entry);
+      const BufferAliases& aliases = *aliases_of[p->position];
       std::vector<CollectiveOutcome> mine;
       absl::flat_hash_map<const Op*, CollectiveOutcome> first;  // under the first (widest) window
       for (;;) {
@@ -110,7 +113,7 @@ class OverlapCollectives final : public Pass {
         }
         if (first.empty())
           for (const CollectiveOutcome& c : mine) first[c.op] = c;
-        int64_t peak = profileMemory(*p, 0).peak_bytes;
+        int64_t peak = peakBytes(*p, facts);
         peak_after = peak;
         peak_before_[p->position] = peak_before;
         if (window == 0 || double(peak) <= double(peak_before) * (1 + opts_.memory_cap)) break;
@@ -132,11 +135,15 @@ class OverlapCollectives final : public Pass {
     }
 
     Refusal revert = checkRingOrders(job, ring_before);
-    std::vector<std::vector<Op*>> regions_all;
-    for (auto& pl : placed)
-      for (auto& x : pl) regions_all.push_back(x.now);
     // Streams first: the simulation after the pass must see the comm streams.
-    auto [moved, events] = assignCommStreams(job, regions_all);
+    size_t moved = 0, events = 0;
+    for (size_t pos = 0; pos < placed.size(); ++pos) {
+      std::vector<std::vector<Op*>> regions;
+      for (auto& x : placed[pos]) regions.push_back(x.now);
+      if (regions.empty()) continue;
+      auto [m, e] = assignCommStreams(job, regions, *aliases_of[pos], &facts);
+      moved += m, events += e;
+    }
     StepTimeline sim_after;
     if (revert.empty()) {
       try {
@@ -167,6 +174,10 @@ class OverlapCollectives final : public Pass {
  private:
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
+
+  static int64_t peakBytes(const Program& p, OpFactsCache& facts) {
+    return profileMemory(p, computeProgramLiveness(p, {true, &facts}), 0).peak_bytes;
+  }
 
   static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
     try {

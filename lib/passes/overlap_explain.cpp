@@ -13,7 +13,7 @@ std::string us(double s) {
   return b;
 }
 
-std::string fraction(double f) {
+std::string capText(double f) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", f);
   return b;
@@ -27,7 +27,7 @@ std::string limitText(const CollectiveOutcome& c, const ExposureLimits& limits) 
     case Limit::MaxInFlight:
       return "max-in-flight=" + std::to_string(limits.max_in_flight) + " collectives of its ring were already in flight";
     case Limit::MemoryCap:
-      return "the full schedule raised peak memory by more than memory-cap=" + fraction(limits.memory_cap) +
+      return "the full schedule raised peak memory by more than memory-cap=" + capText(limits.memory_cap) +
              ", so ops moved at most a smaller window";
     case Limit::Window:
       return "no independent compute within window=" + std::to_string(limits.window) + " ops";

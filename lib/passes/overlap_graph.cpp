@@ -7,7 +7,8 @@
 
 namespace spopt {
 
-RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases) {
+RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases,
+                             OpFactsCache* facts) {
   RegionGraph g;
   g.n = region.size();
   g.ring.assign(g.n, -1);
@@ -52,9 +53,9 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
         sc.head[id] = sc.tail[id] = -1;
         sc.writer[id] = int32_t(i);
       }
-    if (auto c = commCollective(op)) {
-      g.ring[i] = c->ring_id;
-      auto [it, fresh] = last_of_ring.try_emplace(c->ring_id, i);
+    if (auto ring = commRing(op, facts)) {
+      g.ring[i] = *ring;
+      auto [it, fresh] = last_of_ring.try_emplace(*ring, i);
       if (!fresh) edges.emplace_back(it->second, i), it->second = i;
     }
   }

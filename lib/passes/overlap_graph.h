@@ -19,7 +19,9 @@ struct RegionGraph {
   std::vector<uint8_t> feeds_coll;  // a collective reads what the op writes: run it first
 };
 
-RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases);
+// `facts`, when given, supplies each op's ring.
+RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases,
+                             OpFactsCache* facts);
 // Times `order`: compute ops one after another, each ring's collectives on their stream; with
 // `colls`, each collective's outcome (exposed time charged to what waited for it).
 double simulateOrder(const RegionGraph& g, const std::vector<uint32_t>& order, const std::vector<double>& cost,

@@ -31,7 +31,7 @@ const char* limitCode(Limit l) {
 }
 
 RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& cost, const ScheduleOptions& opts) {
-  RegionGraph g = buildRegionGraph(region, cost, opts.aliases);
+  RegionGraph g = buildRegionGraph(region, cost, opts.aliases, opts.facts);
   const size_t n = g.n;
   RegionSchedule out;
   std::vector<uint32_t> original(n);

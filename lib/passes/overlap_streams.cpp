@@ -19,6 +19,15 @@ std::optional<Collective> commCollective(const Op& op) {
   return c;
 }
 
+std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts) {
+  if (!facts) {
+    auto c = commCollective(op);
+    return c ? std::optional<int64_t>(c->ring_id) : std::nullopt;
+  }
+  const OpFacts& f = facts->facts(op);
+  return f.communicates && !f.kernel_comm ? std::optional<int64_t>(facts->comm(f).ring_id) : std::nullopt;
+}
+
 std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {
   if (name == "backward") return RegionPhases::Backward;
   if (name == "backward+optimize") return RegionPhases::BackwardOptimize;
@@ -27,8 +36,7 @@ std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {
 }
 
 std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases, OpFactsCache* facts) {
-  auto inRegion = [phases, facts](const Op& op) {
-    Phase ph = facts ? facts->phase(op) : phaseOf(op);
+  auto inRegion = [phases](Phase ph) {
     switch (phases) {
       case RegionPhases::Backward: return ph == Phase::Backward;
       case RegionPhases::BackwardOptimize: return ph == Phase::Backward || ph == Phase::Optimize;
@@ -38,7 +46,8 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
   };
   std::vector<std::vector<Op*>> regions(1);
   for (Op& op : entry.ops) {
-    bool movable = inRegion(op) && !op.attrs.has("sub_block");
+    const bool movable = facts ? inRegion(facts->facts(op).phase) && !facts->facts(op).has_sub_block
+                               : inRegion(phaseOf(op)) && !op.attrs.has("sub_block");
     if (movable) regions.back().push_back(&op);
     else if (!regions.back().empty()) regions.emplace_back();
   }
@@ -55,36 +64,38 @@ void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order) {
 
 namespace {
 // `ev`, added once to what `op` waits for; true when added.
-bool addWait(Op& op, Job& job, const std::string& ev) {
+// The setters below change what `facts` read of the op: it forgets the op.
+bool addWait(Op& op, Job& job, const std::string& ev, OpFactsCache* facts) {
   std::vector<std::string> waits = eventsToWait(op);
   if (std::find(waits.begin(), waits.end(), ev) != waits.end()) return false;
   waits.push_back(ev);
   setEventsToWait(op, job, waits);
+  if (facts) facts->forget(op);
   return true;
 }
-std::string recordedEvent(Op& op, Job& job) {
+std::string recordedEvent(Op& op, Job& job, OpFactsCache* facts) {
   std::string ev = eventToRecord(op);
   if (ev.empty()) {
     ev = "overlap_ev_" + std::to_string(op.id);
     setEventToRecord(op, job, ev);
+    if (facts) facts->forget(op);
   }
   return ev;
 }
 }  // namespace
 
-std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vector<Op*>>& regions) {
+std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vector<Op*>>& regions, const BufferAliases& aliases,
+                                            OpFactsCache* facts) {
   size_t moved = 0, events = 0;
-  std::optional<BufferAliases> aliases;  // of the block being assigned (regions of every program)
-  const Block* aliases_of = nullptr;
   for (const auto& region : regions)
     for (Op* op : region) {
-      auto c = commCollective(*op);
-      if (!c) continue;
-      std::string stream = commStreamName(c->ring_id);
+      auto ring = commRing(*op, facts);
+      if (!ring) continue;
+      std::string stream = commStreamName(*ring);
       if (op->executionStream() != stream) ++moved;
       setExecutionStream(*op, job, stream);
+      if (facts) facts->forget(*op);
       Block& blk = *op->block;
-      if (aliases_of != &blk) aliases.emplace(blk), aliases_of = &blk;
       // What the collective overwrites that another stream may still read: an output var that is
       // also an input (in place), and the views into an output's buffer (coalesce_tensor's
       // gradients, which a fused all-reduce rewrites without naming them).
@@ -94,7 +105,7 @@ std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vec
           for (const Slot& i : op->inputs)
             for (const Arg& b : i.args)
               if (a.var == b.var) overwritten.push_back(a.var);
-          for (const Var* v : aliases->viewsOf(a.var)) overwritten.push_back(v), views.push_back(v);
+          for (const Var* v : aliases.viewsOf(a.var)) overwritten.push_back(v), views.push_back(v);
         }
       Op* last_reader = nullptr;
       for (const Var* v : overwritten)
@@ -102,13 +113,13 @@ std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vec
           if (r != op && r->block == &blk && blk.isBefore(r, op) && r->executionStream() != stream &&
               (!last_reader || blk.isBefore(last_reader, r)))
             last_reader = r;
-      if (last_reader) events += addWait(*op, job, recordedEvent(*last_reader, job));
+      if (last_reader) events += addWait(*op, job, recordedEvent(*last_reader, job, facts), facts);
       // A later reader of a view reads what the collective wrote, and names only the view: it
       // waits for the collective's event (a reader of the buffer itself waits by data flow).
       for (const Var* v : views)
         for (Op* r : v->readers)
           if (r->block == &blk && blk.isBefore(op, r) && r->executionStream() != stream)
-            events += addWait(*r, job, recordedEvent(*op, job));
+            events += addWait(*r, job, recordedEvent(*op, job, facts), facts);
     }
   return {moved, events};
 }

@@ -23,6 +23,8 @@ namespace spopt {
 std::string commStreamName(int64_t ring_id);
 // The op as a collective that moves data (c_identity does not), else nullopt.
 std::optional<Collective> commCollective(const Op& op);
+// commCollective(op)'s ring, read from `facts` when given.
+std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts);
 
 // Which ops the pass may reorder: the backward's; the backward's and the optimizer's (an update can
 // then run as soon as its gradient is final, filling a collective's flight time, as PyTorch's
@@ -41,13 +43,16 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
 // of `region`. O(region) splices; ids and def-use unchanged.
 void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order);
 
-// Puts every communicating collective of `regions` on its ring's comm stream. Cross-stream data
+// Puts every communicating collective of `regions` (regions of one block, whose views `aliases`
+// lists) on its ring's comm stream. Cross-stream data
 // dependencies are implicit (format.md); for an in-place collective (it writes a var it reads, as
 // Paddle's all-reduce of a parameter gradient does) the last earlier reader of that var on another
 // stream also records an event the collective waits for, so the overwrite waits on the read even
 // where only true dependencies are tracked. Returns {collectives moved to a comm stream, events
-// added}. Call after the schedule is applied (uses positions).
-std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vector<Op*>>& regions);
+// added}. Call after the schedule is applied (uses positions). `facts`, when given, supplies each
+// op's ring and forgets the ops whose dist_attr this changes.
+std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vector<Op*>>& regions, const BufferAliases& aliases,
+                                            OpFactsCache* facts);
 
 struct ScheduleOptions {
   int64_t max_in_flight = 1;  // collectives of one ring issued and not finished, at most

@@ -1,0 +1,74 @@
+#include "analysis/op_facts.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "analysis/collectives.h"
+#include "ops/op_view.h"
+
+namespace spopt {
+
+OpFactsCache::Entry& OpFactsCache::grow(const Op& op) {
+  const Program& p = *op.block->program;
+  if (by_program_.size() <= p.position) by_program_.resize(p.position + 1);
+  std::vector<Entry>& v = by_program_[p.position];
+  if (v.size() <= op.id) v.resize(std::max<size_t>(p.next_op_id, op.id + 1));
+  return v[op.id];
+}
+
+double OpFactsCache::cost(const Op& op) {
+  Entry& e = entry(op);
+  if (e.cost < 0) {
+    if (!model_) throw std::logic_error("OpFactsCache::cost: the cache has no hardware model");
+    e.cost = opCostSeconds(op, *model_);
+  }
+  return e.cost;
+}
+
+uint32_t OpFactsCache::internStream(std::string_view raw, const Op& op) {
+  auto [known, fresh_raw] = stream_of_raw_.try_emplace(std::string(raw), 0);
+  if (fresh_raw) {
+    auto [it, fresh] = stream_of_name_.try_emplace(op.executionStream(), uint32_t(stream_names_.size()));
+    if (fresh) stream_names_.push_back(it->first);
+    known->second = it->second;
+  }
+  return known->second;
+}
+
+void OpFactsCache::fill(const Op& op, Entry& e) {
+  OpFacts f;
+  f.phase = phaseOf(op);
+  f.has_sub_block = op.attrs.has("sub_block");
+  // Most ops' dist_attr names no event ("[]" and ""), or none at all: decoded only where it does.
+  if (op.hasDistAttr()) {
+    for (const Member& m : op.dist_attr.peekMembers()) {
+      if (m.key == "execution_stream") f.stream = internStream(m.raw, op);
+      else if (m.key == "events_to_wait") f.has_events = f.has_events || m.raw != "[]";
+      else if (m.key == "event_to_record") f.has_events = f.has_events || m.raw != "\"\"";
+    }
+  }
+  ResolvedOp r = resolveOp(op.type);
+  CommFacts c;
+  if (r && r.def->collective) {
+    auto coll = asCollective(op);
+    if (coll && communicates(*coll)) {
+      f.communicates = true;
+      f.kernel_comm = coll->kind == CollectiveKind::KernelAllReduce;
+      c.ring_id = coll->ring_id;
+      c.sig = signatureOf(op);
+    }
+  }
+  if (r && r.def->p2p) c.p2p = asPointToPoint(op);
+  if (f.communicates || c.p2p) {
+    f.comm = uint32_t(comm_.size());
+    comm_.push_back(std::move(c));
+  }
+  const OpView view(op, r);
+  f.many_inputs = op.inputs.size() > 32;
+  for (size_t i = 0; i < op.inputs.size() && i < 32; ++i)
+    if (!view.readsBuffer(op.inputs[i].name)) f.shape_only_inputs |= uint32_t(1) << i;
+  e.facts = std::move(f);
+  e.known = true;
+}
+
+}  // namespace spopt

@@ -1,0 +1,91 @@
+#pragma once
+// What the analyses read of each op that a reorder does not change, read once per op: its phase,
+// stream, events, collective or point-to-point role, which inputs it reads only for their shape,
+// and (under one hardware model) its cost. A pass that simulates, profiles and schedules one job
+// several times keeps one cache, so each op's attributes are parsed once for all of them; the
+// happens-before graph (happens_before.h), liveness (liveness.h) and the simulator (simulate.h)
+// take it. Entries are by program position and op id (ids are never reused) and filled on first
+// use; a caller that edits an op's attrs or dist_attr calls forget() for it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "analysis/cost_model.h"
+#include "analysis/p2p.h"
+#include "analysis/ring_order.h"
+#include "ir/ir.h"
+#include "ir/op_role.h"
+
+namespace spopt {
+
+// Kept small (the cache holds one per op of the job): a collective's or a send's details are in a
+// CommFacts beside it.
+struct OpFacts {
+  Phase phase = Phase::Unknown;
+  uint32_t stream = 0;             // OpFactsCache::streamName(stream); 0 is "default"
+  uint32_t shape_only_inputs = 0;  // bit i: input slot i is read only for its shape (no-need-buffer)
+  uint32_t comm = UINT32_MAX;      // OpFactsCache::comm's index: a communicating collective or a send or receive
+  bool has_sub_block = false;      // attr sub_block present (the op runs a sub-block)
+  bool has_events = false;         // names an event to wait for or to record
+  bool communicates = false;       // a collective that moves data (not c_identity)
+  bool kernel_comm = false;        // of those, one that computes and all-reduces inside its kernel
+  bool many_inputs = false;        // more input slots than shape_only_inputs has bits: ask the catalogue
+};
+
+struct CommFacts {
+  int64_t ring_id = -1;  // of a communicating collective
+  CollectiveSig sig;     // of a communicating collective
+  std::optional<PointToPoint> p2p;
+};
+
+class OpFactsCache {
+ public:
+  OpFactsCache() = default;  // facts only: cost() needs a model
+  explicit OpFactsCache(const HardwareModel& m) : model_(&m) {}
+  OpFactsCache(const OpFactsCache&) = delete;
+  OpFactsCache& operator=(const OpFactsCache&) = delete;
+
+  const HardwareModel& model() const { return *model_; }
+  double cost(const Op& op);
+  Phase phase(const Op& op) { return facts(op).phase; }
+  const OpFacts& facts(const Op& op) {
+    Entry& e = entry(op);
+    if (!e.known) fill(op, e);
+    return e.facts;
+  }
+  // Drops what was read of `op` (its attrs or dist_attr changed); its cost stays.
+  void forget(const Op& op) { entry(op).known = false; }
+  // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.
+  const CommFacts& comm(uint32_t index) const { return index < comm_.size() ? comm_[index] : kNoComm; }
+  const CommFacts& comm(const OpFacts& f) const { return comm(f.comm); }
+  const std::string& streamName(uint32_t id) const { return stream_names_[id]; }
+  size_t streamCount() const { return stream_names_.size(); }
+
+ private:
+  struct Entry {
+    OpFacts facts;
+    bool known = false;
+    double cost = -1;  // -1: not computed yet
+  };
+  static inline const CommFacts kNoComm{};
+  Entry& entry(const Op& op) {
+    const size_t pos = op.block->program->position;
+    if (pos < by_program_.size() && op.id < by_program_[pos].size()) return by_program_[pos][op.id];
+    return grow(op);
+  }
+  Entry& grow(const Op& op);
+  void fill(const Op& op, Entry& e);
+  uint32_t internStream(std::string_view raw, const Op& op);
+
+  const HardwareModel* model_ = nullptr;
+  std::vector<std::vector<Entry>> by_program_;
+  std::vector<CommFacts> comm_;
+  std::vector<std::string> stream_names_{"default"};
+  absl::flat_hash_map<std::string, uint32_t> stream_of_raw_;  // execution_stream's raw text -> name id
+  absl::flat_hash_map<std::string, uint32_t> stream_of_name_{{"default", 0}};
+};
+
+}  // namespace spopt
