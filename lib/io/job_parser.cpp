@@ -74,9 +74,13 @@ class JobParser::Walker {
   // A raw compound value: its stored form and, when one of its objects repeats a key, where
   // (relative pointer) and which key. Unknown values keep their repeats (the writer reproduces
   // them byte for byte); attrs and dist_attrs, which the format defines, refuse them.
-  struct RawValue { std::string_view kept, duplicate_at, duplicate_key; };
+  // `object`: its members, once rawObject() has read it as attrs or a dist_attr.
+  struct RawValue {
+    std::string_view kept, duplicate_at, duplicate_key;
+    const SharedObject* object = nullptr;
+  };
   absl::flat_hash_map<std::string_view, RawValue> raws_;
-  const RawValue* last_raw_ = nullptr;  // what the last raw() of a compound value found
+  RawValue* last_raw_ = nullptr;  // what the last raw() of a compound value found
   std::vector<Slot> slot_buf_;
   const std::vector<Field>* last_layout_ = nullptr;
   od::parser parser_;
@@ -269,7 +273,7 @@ class JobParser::Walker {
       default: break;
     }
   }
-  // An object kept as its compact text (attrs, dist_attr); members are split on first use.
+  // An object kept as its compact text (attrs, dist_attr), split into members once per distinct text.
   JsonObject rawObject(od::value v, const char* what) {
     od::json_type t = od::json_type::null;
     check(v.type().get(t));
@@ -277,7 +281,9 @@ class JobParser::Walker {
     std::string_view text = raw(v);
     if (last_raw_ && !last_raw_->duplicate_key.empty())
       throw InputError(name_, pointer() + std::string(last_raw_->duplicate_at), "duplicate key \"" + std::string(last_raw_->duplicate_key) + "\"");
-    return JsonObject::fromCompactText(text);
+    RawValue& value = *last_raw_;
+    if (!value.object) value.object = JsonObject::share(arena_, text);
+    return JsonObject::fromShared(value.object);
   }
   std::vector<int64_t> intArray(od::value v, const char* what) {
     std::vector<int64_t> out;

@@ -64,6 +64,7 @@ class TextReader : text::SpmdLexer {
   bool have_world_ = false;  // a world_size line was read (it may come after the rank sections)
   // Interned text: op types, slot names and attribute objects repeat across most ops.
   absl::flat_hash_map<std::string_view, std::string_view> words_, objects_;
+  absl::flat_hash_map<const char*, const SharedObject*> members_;  // of the objects_ read as attrs or dist_attrs
   struct Alias {
     bool dist;             // a whole dist_attr (dist #x = {...}), else a value (mesh #x = JSON)
     std::string_view raw;  // compact JSON text
@@ -119,6 +120,12 @@ class TextReader : text::SpmdLexer {
     objects_.emplace(kept, kept);
     return kept;
   }
+  // An attrs or dist_attr object of kept (interned) text: split once per distinct text.
+  JsonObject object(std::string_view kept) {
+    const SharedObject*& shared = members_[kept.data()];
+    if (!shared) shared = JsonObject::share(job_.arena, kept);
+    return JsonObject::fromShared(shared);
+  }
   const Alias& alias(bool dist) {
     size_t at = here();
     ++p_;  // '#'
@@ -172,8 +179,8 @@ class TextReader : text::SpmdLexer {
   }
   JsonObject distAttr(const std::string& what) {
     expect('=', "after dist");
-    if (peek() == '#') return JsonObject::fromCompactText(alias(true).raw);
-    return JsonObject::fromCompactText(kvObject("the dist_attr of " + what));
+    if (peek() == '#') return object(alias(true).raw);
+    return object(kvObject("the dist_attr of " + what));
   }
 
   // ---- statements ---------------------------------------------------------------------------
@@ -413,7 +420,7 @@ class TextReader : text::SpmdLexer {
     op.type = name("an op type");
     expect('(', "after the op type");
     slots(b, op, false, ')');
-    if (peek() == '{') op.attrs = JsonObject::fromCompactText(kvObject("the attrs"));
+    if (peek() == '{') op.attrs = object(kvObject("the attrs"));
     bool has_dist = eatWord("dist");
     if (has_dist) op.dist_attr = distAttr("the op");
     endLine("the op");

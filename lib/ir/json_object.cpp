@@ -1,6 +1,5 @@
 #include "ir/json_object.h"
 
-#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cmath>
@@ -10,12 +9,6 @@
 #include "ir/json_text.h"
 
 namespace spopt {
-
-JsonObject JsonObject::fromCompactText(std::string_view compact_text) {
-  JsonObject o;
-  o.text_ = compact_text;
-  return o;
-}
 
 namespace {
 // Walks the members of a compact, already validated object in order, calling visit(Member) until
@@ -52,80 +45,67 @@ void forEachMember(std::string_view t, Visit visit) {
     i = (p < t.size() && t[p] == ',') ? p + 1 : p;
   }
 }
-}  // namespace
 
-std::vector<Member>& JsonObject::members() const {
-  if (members_) return *members_;
-  // Collected on the stack first, then moved into a vector of the exact size: a dist_attr has
-  // about seven members, and growing the vector one by one cost four allocations per op.
-  Member small[16];
-  size_t count = 0;
-  std::vector<Member> more;  // past 16 members
-  forEachMember(text_, [&](Member m) {
-    if (count < std::size(small)) small[count++] = m;
-    else more.push_back(m);
+
+// The members of a compact object text, in order.
+std::vector<Member> split(std::string_view text) {
+  std::vector<Member> out;
+  forEachMember(text, [&](Member m) {
+    out.push_back(m);
     return true;
   });
-  auto list = std::make_unique<std::vector<Member>>();
-  list->reserve(count + more.size());
-  list->insert(list->end(), small, small + count);
-  list->insert(list->end(), more.begin(), more.end());
-  members_ = std::move(list);
-  return *members_;
-}
-
-namespace {
-// The members of recently read unsplit texts, per thread. A job's loaded objects share one interned
-// text per distinct content (most ops of a job have the same dist_attr), so reading a key op after
-// op finds its text split here already. An entry answers only for the same address holding the
-// same bytes, so an address freed and reused for other text misses.
-struct SplitText {
-  const char* data = nullptr;
-  std::string bytes;
-  std::vector<Member> members;  // views into the text at `data`
-};
-const std::vector<Member>& splitOf(std::string_view text) {
-  thread_local std::array<SplitText, 32> cache;
-  SplitText& e = cache[(reinterpret_cast<uintptr_t>(text.data()) >> 4) % cache.size()];
-  if (e.data != text.data() || e.bytes != text) {
-    e.data = text.data();
-    e.bytes.assign(text);
-    e.members.clear();
-    forEachMember(text, [&](Member m) {
-      e.members.push_back(m);
-      return true;
-    });
-  }
-  return e.members;
+  return out;
 }
 }  // namespace
 
-std::optional<std::string_view> JsonObject::raw(std::string_view key) const {
-  if (!members_ && text_.empty()) return std::nullopt;
-  for (const auto& m : members_ ? *members_ : splitOf(text_))
-    if (m.key == key) return m.raw;
-  return std::nullopt;
+const SharedObject* JsonObject::share(Arena& arena, std::string_view compact_text) {
+  // Collected on the stack: a dist_attr has about seven members, and this runs once per distinct
+  // text, not per object.
+  Member small[16];
+  size_t count = 0;
+  std::vector<Member> all;
+  forEachMember(compact_text, [&](Member m) {
+    if (count < std::size(small)) small[count++] = m;
+    else {
+      if (all.empty()) all.assign(small, small + count);
+      all.push_back(m);
+    }
+    return true;
+  });
+  std::span<const Member> members = all.empty() ? std::span<const Member>(small, count) : std::span<const Member>(all);
+  return arena.storeOne(SharedObject{compact_text, arena.storeArray(members)});
 }
 
-const std::vector<Member>& JsonObject::peekMembers() const {
-  static const std::vector<Member> kNone;
-  if (!members_ && text_.empty()) return kNone;
-  return members_ ? *members_ : splitOf(text_);
+JsonObject JsonObject::fromShared(const SharedObject* shared) {
+  JsonObject o;
+  o.shared_ = shared;
+  return o;
 }
 
-const std::vector<Member>& JsonObject::items() const {
-  static const std::vector<Member> kNone;
-  if (!members_ && text_.empty()) return kNone;
-  return members();
+JsonObject JsonObject::fromCompactText(std::string_view compact_text) {
+  JsonObject o;
+  o.own_ = std::make_unique<Own>(Own{compact_text, split(compact_text)});
+  return o;
+}
+
+std::span<const Member> JsonObject::items() const {
+  if (shared_) return shared_->members;
+  if (own_) return own_->members;
+  return {};
 }
 
 const std::string_view* JsonObject::find(std::string_view key) const {
-  // Most reads ask for a key the object lacks (an optional attribute): answering that from the
-  // shared split keeps this object unsplit, with no member list allocated for it.
-  if (!members_ && !raw(key)) return nullptr;
-  for (const auto& m : items())
+  for (const Member& m : items())
     if (m.key == key) return &m.raw;
   return nullptr;
+}
+
+std::vector<Member>& JsonObject::editableMembers() {
+  if (!own_) own_ = std::make_unique<Own>();
+  if (shared_) own_->members.assign(shared_->members.begin(), shared_->members.end());
+  shared_ = nullptr;
+  own_->text = {};
+  return own_->members;
 }
 
 std::optional<int64_t> JsonObject::getInt(std::string_view key) const {
@@ -150,8 +130,7 @@ std::optional<std::vector<int64_t>> JsonObject::getIntArray(std::string_view key
 }
 
 void JsonObject::setRaw(Arena& arena, std::string_view key, std::string_view raw) {
-  std::vector<Member>& ms = members();
-  text_ = {};
+  std::vector<Member>& ms = editableMembers();
   std::string_view stored = arena.store(raw);
   for (auto& m : ms) {
     if (m.key == key) {
@@ -159,6 +138,8 @@ void JsonObject::setRaw(Arena& arena, std::string_view key, std::string_view raw
       return;
     }
   }
+  // Keys are held escaped, as written between the quotes; most need no escaping.
+  if (isPlainJsonText(key)) return ms.push_back({arena.store(key), stored});
   std::string quoted = quoteJson(key);
   ms.push_back({arena.store(std::string_view(quoted).substr(1, quoted.size() - 2)), stored});
 }
@@ -178,11 +159,11 @@ void JsonObject::setString(Arena& arena, std::string_view key, std::string_view 
 }
 
 bool JsonObject::erase(std::string_view key) {
-  std::vector<Member>& ms = members();
+  if (!find(key)) return false;
+  std::vector<Member>& ms = editableMembers();
   for (auto it = ms.begin(); it != ms.end(); ++it) {
     if (it->key == key) {
       ms.erase(it);
-      text_ = {};
       return true;
     }
   }
@@ -190,9 +171,9 @@ bool JsonObject::erase(std::string_view key) {
 }
 
 std::string JsonObject::toJson() const {
-  if (!text_.empty()) return std::string(text_);
+  if (std::string_view text = compactText(); !text.empty()) return std::string(text);
   std::string out = "{";
-  const std::vector<Member>& ms = items();
+  std::span<const Member> ms = items();
   for (size_t i = 0; i < ms.size(); ++i) {
     if (i) out += ',';
     out += '"';

@@ -83,7 +83,23 @@ std::optional<std::string> rawMember(std::string_view raw_object, std::string_vi
   return it->dump();
 }
 
-std::string quoteJson(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
+bool isPlainJsonText(std::string_view text) {
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+std::string quoteJson(std::string_view text) {
+  if (!isPlainJsonText(text)) return nlohmann::json(std::string(text)).dump();
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  out += text;
+  out += '"';
+  return out;
+}
 
 std::string intToRaw(int64_t v) { return std::to_string(v); }
 

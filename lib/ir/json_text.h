@@ -33,6 +33,8 @@ bool rawIsString(std::string_view raw);
 bool rawSameValue(std::string_view a, std::string_view b);
 
 std::string quoteJson(std::string_view text);  // JSON string literal, escaped
+// Printable ASCII without '"' or '\\': its JSON string literal is the text between quotes.
+bool isPlainJsonText(std::string_view text);
 std::string intToRaw(int64_t v);
 std::string intArrayToRaw(const std::vector<int64_t>& v);
 std::string stringArrayToRaw(const std::vector<std::string>& v);

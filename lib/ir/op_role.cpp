@@ -46,21 +46,25 @@ int roleOf(Phase p) {
   throw std::logic_error("roleOf: the Unknown phase has no op_role");
 }
 
-void setPhase(Op& op, Job& job, Phase p) {
-  op.attrs.setInt(job.arena, "op_role", roleOf(p));
+namespace {
+// Sets `key` of `o` to `raw` and records the op in the journal, unless the object holds that very
+// text already: a scheduler that restates an op's stream or events (most ops of a generated job
+// carry them) neither copies the op's shared object nor puts it under the verifier again.
+void setUnlessSame(Op& op, JsonObject& o, Job& job, std::string_view key, std::string_view raw) {
+  if (const std::string_view* now = o.find(key); now && *now == raw) return;
+  o.setRaw(job.arena, key, raw);
   journalOp(op);
 }
-
-namespace {
 JsonObject& distAttr(Op& op) {
   ensureField(op.fields, "dist_attr");
   return op.dist_attr;
 }
 }  // namespace
 
+void setPhase(Op& op, Job& job, Phase p) { setUnlessSame(op, op.attrs, job, "op_role", intToRaw(roleOf(p))); }
+
 void setExecutionStream(Op& op, Job& job, std::string_view stream) {
-  distAttr(op).setString(job.arena, "execution_stream", stream);
-  journalOp(op);
+  setUnlessSame(op, distAttr(op), job, "execution_stream", quoteJson(stream));
 }
 
 std::string eventToRecord(const Op& op) {
@@ -68,8 +72,7 @@ std::string eventToRecord(const Op& op) {
   return op.dist_attr.getString("event_to_record").value_or("");
 }
 void setEventToRecord(Op& op, Job& job, std::string_view event) {
-  distAttr(op).setString(job.arena, "event_to_record", event);
-  journalOp(op);
+  setUnlessSame(op, distAttr(op), job, "event_to_record", quoteJson(event));
 }
 
 std::vector<std::string> eventsToWait(const Op& op) {
@@ -79,20 +82,16 @@ std::vector<std::string> eventsToWait(const Op& op) {
   return rawToStringArray(*raw).value_or(std::vector<std::string>{});
 }
 void setEventsToWait(Op& op, Job& job, const std::vector<std::string>& events) {
-  distAttr(op).setRaw(job.arena, "events_to_wait", stringArrayToRaw(events));
-  journalOp(op);
+  setUnlessSame(op, distAttr(op), job, "events_to_wait", stringArrayToRaw(events));
 }
 
 int64_t streamPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("stream_priority").value_or(0) : 0; }
 void setStreamPriority(Op& op, Job& job, int64_t priority) {
-  distAttr(op).setInt(job.arena, "stream_priority", priority);
-  journalOp(op);
+  setUnlessSame(op, distAttr(op), job, "stream_priority", intToRaw(priority));
 }
 int64_t schedulingPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("scheduling_priority").value_or(0) : 0; }
 void setSchedulingPriority(Op& op, Job& job, int64_t priority) {
-  distAttr(op).setInt(job.arena, "scheduling_priority", priority);
-  journalOp(op);
+  setUnlessSame(op, distAttr(op), job, "scheduling_priority", intToRaw(priority));
 }
-
 
 }  // namespace spopt

@@ -83,6 +83,8 @@ class CandidateTable {
   // counts and explain records.
   size_t add(Op& op, const Collective& coll, bool counted, bool matched, Refusal own);
   size_t size() const { return states_.size(); }
+  // Room for `n` candidates: a candidate is a few hundred bytes, and a big job has thousands.
+  void reserve(size_t n) { states_.reserve(n); }
   CandidateState& state(size_t i) { return states_[i]; }
   const CandidateState& state(size_t i) const { return states_[i]; }
   // The candidate of `op`, or null.
@@ -127,6 +129,10 @@ class CollectiveRewriteDriver : public CandidateTable {
     size_t i = CandidateTable::add(op, coll, counted, match.has_value(), match ? Refusal{} : std::move(own));
     matches_.push_back(std::move(match));
     return i;
+  }
+  void reserve(size_t n) {
+    CandidateTable::reserve(n);
+    matches_.reserve(n);
   }
   Match& match(size_t i) { return *matches_[i]; }
   const Match& match(size_t i) const { return *matches_[i]; }

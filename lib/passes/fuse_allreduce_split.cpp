@@ -66,6 +66,7 @@ class FuseAllreduceSplit final : public Pass {
     env.awaited = [&](const Program& p, std::string_view e) { return awaited[p.position].count(std::string(e)) > 0; };
     env.reshard_only = opts_.reshard_only;
     // Every all-reduce is entered: one that is no candidate still tells its peers why.
+    table.reserve(allreduces.size());
     for (Op* op : allreduces) {
       Collective coll = *asCollective(*op);
       AllReduceSplitResult r = matchAllReduceSplit(*op, coll, env);

@@ -34,7 +34,7 @@ namespace {
 
 struct RankMemory {
   Liveness live;
-  std::unique_ptr<LiveBytesTree> tree;
+  std::unique_ptr<LiveBytesTree> tree;  // mode=auto only
   int64_t peak_before = 0;
 };
 
@@ -114,7 +114,7 @@ class RegatherActivations final : public Pass {
     if (fresh) {
       it->second.live = computeProgramLiveness(p);
       MemoryProfile prof = profileMemory(p, it->second.live, 0);
-      it->second.tree = std::make_unique<LiveBytesTree>(prof.live_at);
+      if (opts_.mode == "auto") it->second.tree = std::make_unique<LiveBytesTree>(prof.live_at);  // what decideByMemory edits
       it->second.peak_before = prof.peak_bytes;
     }
     return it->second;

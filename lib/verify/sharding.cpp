@@ -7,8 +7,7 @@ namespace {
 
 ShardingCache::Parsed parse(const JsonObject& dist_attr) {
   ShardingCache::Parsed out;
-  // A copy: splitting the var's own object would keep its members for the life of the job.
-  JsonObject d = dist_attr.compactText().empty() ? dist_attr : JsonObject::fromCompactText(dist_attr.compactText());
+  const JsonObject& d = dist_attr;
   Sharding& s = out.sharding;
   s.mapping = d.getIntArray("dims_mapping").value_or(std::vector<int64_t>{});
   for (int64_t m : s.mapping) out.sharded |= m >= 0;

@@ -112,6 +112,9 @@ class Verifier {
     checkPrograms(false);
     absl::flat_hash_set<const Op*> ops_seen;
     absl::flat_hash_set<const Var*> vars_seen, mesh_seen;
+    // A pass edits every rank alike, so a name is touched on each rank: its declarations on every
+    // rank are looked up once, at its first touched var (a later one adds only itself).
+    absl::flat_hash_set<std::pair<size_t, std::string_view>> names_seen;
     std::vector<const Op*> ops;
     auto touch = [&](const Op* op) {
       if (!j.erased.contains(op) && ops_seen.insert(op).second) ops.push_back(op);
@@ -125,6 +128,10 @@ class Verifier {
       checkVarSize(*v);
       checkSharding(*v->block->program, *v);
       const size_t bi = v->block->position;
+      if (!names_seen.emplace(bi, v->name).second) {
+        if (v->hasDistAttr() && mesh_seen.insert(v).second) mesh_.add(*v->block->program, bi, SIZE_MAX, *v, shardings_);
+        continue;
+      }
       for (const auto& q : job_.programs) {
         const Var* w = q.get() == v->block->program ? v : bi < q->blocks.size() ? q->blocks[bi]->findLocal(v->name) : nullptr;
         if (w && !w->removed && w->hasDistAttr() && mesh_seen.insert(w).second) mesh_.add(*q, bi, SIZE_MAX, *w, shardings_);

@@ -1,6 +1,6 @@
-// JsonObject's two read paths agree: raw() on an object nobody split reads its text in place (and
-// leaves it unsplit), find() splits it; both after edits. resolveOp's per-thread cache by address
-// never answers for other text at a reused address.
+// JsonObject: an object of shared (interned) text and one of text split on its own read alike, and
+// keep their text until edited; an edit of one object sharing a split leaves the others as they
+// were. resolveOp's per-thread cache by address never answers for other text at a reused address.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -11,11 +11,13 @@
 
 using namespace spopt;
 
-TEST_CASE("JsonObject raw reads an unsplit object as find reads the split one", "[ir][json_object]") {
+TEST_CASE("JsonObject reads a shared object as one split on its own", "[ir][json_object]") {
   const std::string text = R"({"ring_id":0,"s":"a,}\"b","nested":{"x":[1,{"y":2}]},"op_role":1,"":3})";
-  JsonObject unsplit = JsonObject::fromCompactText(text);
+  Arena shared_arena;
+  const SharedObject* shared = JsonObject::share(shared_arena, text);
+  REQUIRE(shared->members.size() == 5);
+  JsonObject unsplit = JsonObject::fromShared(shared);
   JsonObject split = JsonObject::fromCompactText(text);
-  split.items();
   for (const char* key : {"ring_id", "s", "nested", "op_role", "", "x", "y", "missing"}) {
     INFO(key);
     auto a = unsplit.raw(key);
@@ -27,12 +29,21 @@ TEST_CASE("JsonObject raw reads an unsplit object as find reads the split one", 
   CHECK(unsplit.getString("s") == std::string("a,}\"b"));
   CHECK(unsplit.has("nested"));
   CHECK_FALSE(unsplit.has("x"));
-  CHECK(unsplit.compactText() == text);  // reading did not split or edit it
+  CHECK(unsplit.compactText() == text);  // reading did not edit it
+  CHECK(split.compactText() == text);
 
   Arena arena;
+  JsonObject other = JsonObject::fromShared(shared);
   unsplit.setInt(arena, "op_role", 2);
   CHECK(unsplit.raw("op_role") == std::string_view("2"));
   CHECK(unsplit.getInt("ring_id") == 0);
+  CHECK(unsplit.compactText().empty());
+  CHECK(unsplit.toJson() == R"({"ring_id":0,"s":"a,}\"b","nested":{"x":[1,{"y":2}]},"op_role":2,"":3})");
+  CHECK(other.getInt("op_role") == 1);  // the shared split is not the edited object's
+  CHECK(other.compactText() == text);
+  CHECK(split.erase("s"));
+  CHECK_FALSE(split.erase("s"));
+  CHECK(split.toJson() == R"({"ring_id":0,"nested":{"x":[1,{"y":2}]},"op_role":1,"":3})");
   JsonObject empty;
   CHECK_FALSE(empty.raw("a").has_value());
 }

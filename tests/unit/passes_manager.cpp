@@ -4,6 +4,7 @@
 
 #include "io/loader.h"
 #include "io/writer.h"
+#include "ir/op_role.h"
 #include "passes/pass_manager.h"
 #include "verify/verifier.h"
 
@@ -215,6 +216,16 @@ TEST_CASE("the edit journal records what the IR's edit functions change, and sco
   EditJournal none;
   scoped.touched = &none;
   CHECK(verifyJob(*job, scoped).empty());
+  // A setter restating what the op holds is no edit, and records nothing.
+  EditJournal restated;
+  job->journal = &restated;
+  setExecutionStream(split, *job, "comm_0");
+  setExecutionStream(split, *job, "comm_0");
+  setPhase(split, *job, Phase::Forward);
+  setPhase(split, *job, Phase::Forward);
+  job->journal = nullptr;
+  CHECK(restated.ops == std::vector<Op*>{&split, &split});
+  CHECK(split.executionStream() == "comm_0");
 }
 
 TEST_CASE("an erased collective puts its ring's issue order under the touched-only check", "[passes][verify]") {
