@@ -12,6 +12,11 @@
 
 namespace spopt::rt {
 
+// Without AVX-512, GCC notes that a 64-byte vector passed by value has another ABI: the functions
+// taking one here are inline, never called across objects built with other flags.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 // Sixteen float32 or int32 lanes (GCC/clang vector extension): the exponential of a softmax row
 // written on whole vectors, as GCC does not vectorise its clamp well (below).
 using Floats16 = float __attribute__((vector_size(64)));
@@ -67,6 +72,8 @@ template <typename V> V exp(V x) {
 inline float fastExp(float x) { return fast_math_detail::exp(x); }
 // fastExp of each lane, with the bits of the scalar one.
 inline Floats16 fastExp(Floats16 x) { return fast_math_detail::exp(x); }
+
+#pragma GCC diagnostic pop
 
 // erfc(z) for z >= 0 with relative error below ~2e-7: the Chebyshev-fitted form
 // t exp(-z^2 + P(t)), t = 1 / (1 + z/2), from Numerical Recipes (erfcc). Relative accuracy holds
