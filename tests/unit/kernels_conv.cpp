@@ -266,8 +266,9 @@ bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-// max 3x3 / 2 with padding 1 on float32 takes its own loops (pool_3x3s2.cpp); ties (equal values,
-// +0 and -0), NaN, -inf, odd and even sizes and ceil_mode must give the reference's bits.
+// max 3x3 / 2 with padding 1 on float32 takes its own loops forward (pool_3x3s2.cpp); with ties
+// (equal values, +0 and -0), NaN, -inf, odd and even sizes and ceil_mode, it and the grad must
+// give the reference's bits.
 TEST_CASE("pool2d max 3x3/2 float32: the bits of window-by-window pooling", "[kernels]") {
   const std::vector<PoolCase> cases{
       {{1, 2, 7, 7}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {1, 2, 4, 4}},

@@ -2,7 +2,7 @@
 // 1x1 convolution with stride 1 and no padding multiplies the image itself. The window (padding
 // algorithm, dilations, ceil_mode, global and adaptive pooling) is ops/conv_geometry.h's, shared
 // with the verifier's rules. Max pooling 3x3 / 2 (ResNet's stem) on float32 takes
-// pool_3x3s2.cpp's loops, with the same bits.
+// pool_3x3s2.cpp's loops forward, with the same bits.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -472,9 +472,6 @@ void pool2dGrad(KernelContext& c) {
   requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float>)
-      if (p.max && !p.adaptive && isMax3x3Stride2(p.w))
-        return maxPool3x3Stride2Grad(p.w, p.planes, x.data<T>(), out->data<T>(), dy.data<T>(), dx.data<T>());
     if (p.max) poolGradPlanes<true>(p, x.data<T>(), out->data<T>(), dy.data<T>(), dx.data<T>());
     else poolGradPlanes<false>(p, x.data<T>(), static_cast<const T*>(nullptr), dy.data<T>(), dx.data<T>());
   });

@@ -15,9 +15,9 @@ constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 inline float maxOf(float a, float b) { return a < b ? b : a; }
 
 // Input rows with a NaN before and after (and an all-NaN row for the rows a window loses to the
-// padding or the edge): NaN equals no maximum and maxOf skips it, as the general loops skip what
-// lies outside, so every window reads its nine elements at fixed offsets with no edge cases, and
-// one loop over the output columns takes all nine. Each input row is shared by two output rows
+// padding or the edge): maxOf skips NaN, as the general loops skip what lies outside, so every
+// window reads its nine elements at fixed offsets with no edge cases, and one loop over the
+// output columns takes all nine. Each input row is shared by two output rows
 // and copied once.
 class PaddedRows {
  public:
@@ -49,29 +49,6 @@ struct WindowRows {
   }
 };
 
-// at[ox] = the index in the plane of the first element (row-major) of window ox equal to m[ox],
-// or -1. The padded row's element 2 ox + dx is the input's column 2 ox - 1 + dx.
-void locate(const WindowRows& w, int64_t oy, int64_t in_w, const float* m, int64_t n, int32_t* at) {
-  const int32_t top = int32_t((2 * oy - 1) * in_w - 1);  // the index of row 2 oy - 1, column -1
-  const int32_t stride = int32_t(in_w);
-  const float *r0 = w.r[0], *r1 = w.r[1], *r2 = w.r[2];
-  for (int64_t ox = 0; ox < n; ++ox) {
-    const int32_t c = top + 2 * int32_t(ox);
-    const float v = m[ox];
-    int32_t a = -1;  // last to first: the last match written is the first
-    a = r2[2 * ox + 2] == v ? c + 2 * stride + 2 : a;
-    a = r2[2 * ox + 1] == v ? c + 2 * stride + 1 : a;
-    a = r2[2 * ox] == v ? c + 2 * stride : a;
-    a = r1[2 * ox + 2] == v ? c + stride + 2 : a;
-    a = r1[2 * ox + 1] == v ? c + stride + 1 : a;
-    a = r1[2 * ox] == v ? c + stride : a;
-    a = r0[2 * ox + 2] == v ? c + 2 : a;
-    a = r0[2 * ox + 1] == v ? c + 1 : a;
-    a = r0[2 * ox] == v ? c : a;
-    at[ox] = a;
-  }
-}
-
 // The max of a window's row from -inf in column order, as the general loops take it.
 inline float windowRowMax(const float* r, int64_t ox) { return maxOf(maxOf(maxOf(kMinusInf, r[2 * ox]), r[2 * ox + 1]), r[2 * ox + 2]); }
 
@@ -80,7 +57,7 @@ inline float windowRowMax(const float* r, int64_t ox) { return maxOf(maxOf(maxOf
 bool isMax3x3Stride2(const Window2d& w) {
   for (const WindowDim* d : {&w.h, &w.w})
     if (d->k != 3 || d->stride != 2 || d->pad_before != 1 || d->dilation != 1 || d->in < 1) return false;
-  return w.h.in * w.w.in < (int64_t(1) << 31);  // indices in a plane as int32
+  return true;
 }
 
 void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float* out) {
@@ -94,26 +71,6 @@ void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float*
       float* o = out + pl * out_plane + oy * ow;
       for (int64_t ox = 0; ox < ow; ++ox) o[ox] = maxOf(maxOf(maxOf(kMinusInf, windowRowMax(r0, ox)), windowRowMax(r1, ox)), windowRowMax(r2, ox));
     }
-  }
-}
-
-void maxPool3x3Stride2Grad(const Window2d& w, int64_t planes, const float* x, const float* out, const float* dy, float* dx) {
-  const int64_t ow = w.w.out, in_w = w.w.in, in_plane = w.h.in * in_w, out_plane = w.h.out * ow;
-  PaddedRows rows(w);
-  std::vector<int32_t> at(static_cast<size_t>(ow));
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    float* d = dx + pl * in_plane;
-    int64_t zeroed = 0;  // X@GRAD's rows are zeroed just before the first window reaching them
-    rows.newPlane();
-    for (int64_t oy = 0; oy < w.h.out; ++oy) {
-      const int64_t rows_end = std::min(2 * oy + 2, w.h.in);
-      if (rows_end > zeroed) std::fill(d + zeroed * in_w, d + rows_end * in_w, 0.0f), zeroed = rows_end;
-      const int64_t row = pl * out_plane + oy * ow;
-      locate(WindowRows(rows, x + pl * in_plane, oy), oy, in_w, out + row, ow, at.data());
-      for (int64_t ox = 0; ox < ow; ++ox)  // in window order: windows overlap, and float sums depend on it
-        if (at[size_t(ox)] >= 0) d[at[size_t(ox)]] += dy[row + ox];
-    }
-    std::fill(d + zeroed * in_w, d + in_plane, 0.0f);
   }
 }
 
