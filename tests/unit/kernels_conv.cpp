@@ -1,5 +1,8 @@
 // conv2d / pool2d (+ grads): hand-computed cases, a direct-loop float64 reference and finite
 // differences.
+#include <algorithm>
+#include <cstring>
+
 #include "kernel_harness.h"
 
 using namespace kt;
@@ -219,5 +222,75 @@ TEST_CASE("pool2d_grad matches finite differences", "[kernels]") {
       r.run();
       requireGradMatchesFD(fwd, in, "X", proj, toDoubles(r.result("X@GRAD")), t == DType::Float64 ? 1e-6 : 1e-4);
     }
+  }
+}
+
+namespace {
+
+// Paddle's CPU max pooling and its grad window by window, in float32: the first maximum in
+// row-major order, and each window's gradient added to its first element equal to Out.
+struct MaxPoolReference {
+  Dims x;
+  int64_t oh, ow;
+  std::vector<float> forward(const std::vector<float>& v) const {
+    std::vector<float> out;
+    for (int64_t pl = 0; pl < x[0] * x[1]; ++pl)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          float a = -INFINITY;
+          for (int64_t iy = std::max<int64_t>(2 * oy - 1, 0); iy < std::min(2 * oy + 2, x[2]); ++iy)
+            for (int64_t ix = std::max<int64_t>(2 * ox - 1, 0); ix < std::min(2 * ox + 2, x[3]); ++ix)
+              a = std::max(a, v[size_t((pl * x[2] + iy) * x[3] + ix)]);
+          out.push_back(a);
+        }
+    return out;
+  }
+  std::vector<float> grad(const std::vector<float>& v, const std::vector<float>& out, const std::vector<float>& g) const {
+    std::vector<float> d(v.size(), 0.0f);
+    for (int64_t pl = 0; pl < x[0] * x[1]; ++pl)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const size_t o = size_t((pl * oh + oy) * ow + ox);
+          for (int64_t iy = std::max<int64_t>(2 * oy - 1, 0), found = 0; !found && iy < std::min(2 * oy + 2, x[2]); ++iy)
+            for (int64_t ix = std::max<int64_t>(2 * ox - 1, 0); !found && ix < std::min(2 * ox + 2, x[3]); ++ix)
+              if (size_t at = size_t((pl * x[2] + iy) * x[3] + ix); v[at] == out[o]) d[at] += g[o], found = 1;
+        }
+    return d;
+  }
+};
+
+std::vector<float> floats(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+// max 3x3 / 2 with padding 1 on float32 takes its own loops forward (pool_3x3s2.cpp); with ties
+// (equal values, +0 and -0), NaN, -inf, odd and even sizes and ceil_mode, it and the grad must
+// give the reference's bits.
+TEST_CASE("pool2d max 3x3/2 float32: the bits of window-by-window pooling", "[kernels]") {
+  const std::vector<PoolCase> cases{
+      {{1, 2, 7, 7}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {1, 2, 4, 4}},
+      {{2, 1, 8, 6}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {2, 1, 4, 3}},
+      {{1, 1, 8, 9}, "max", "[3,3]", "[2,2]", "[1,1]", true, true, false, false, {1, 1, 5, 5}},
+      {{1, 3, 112, 40}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {1, 3, 56, 20}},
+  };
+  const double pick[] = {-1.0, -0.0, 0.0, 1.0, 2.0, 2.0, 0.5, NAN, -INFINITY, 2.0};
+  for (const PoolCase& c : cases) {
+    CAPTURE(dimsJson(c.x), c.ceil);
+    std::vector<double> xv;
+    for (int64_t i = 0; i < numel(c.x); ++i) xv.push_back(pick[(uint64_t(i) * 2654435761u >> 7) % 10]);
+    const Tensor out = runPool(c, DType::Float32, xv);
+    const MaxPoolReference ref{c.x, c.out[2], c.out[3]};
+    const Tensor x = fromDoubles(DType::Float32, c.x, xv);
+    REQUIRE(sameBits(floats(out), ref.forward(floats(x))));
+    const Tensor g = randomTensor(DType::Float32, c.out);
+    OpRunner r("pool2d_grad");
+    r.in("X", {x}).in("Out", {out}).in("Out@GRAD", {g}).out("X@GRAD", {Tensor(DType::Float32, c.x)});
+    r.attr("pooling_type", "\"max\"").attr("ksize", c.ksize).attr("strides", c.strides).attr("paddings", c.paddings);
+    r.attr("ceil_mode", c.ceil ? "true" : "false");
+    r.run();
+    REQUIRE(sameBits(floats(r.result("X@GRAD")), ref.grad(floats(x), floats(out), floats(g))));
   }
 }

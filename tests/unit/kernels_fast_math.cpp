@@ -1,5 +1,8 @@
 // Accuracy of the float32 fast functions against libm in double, over dense grids.
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "kernel_harness.h"
 #include "runtime/kernels/fast_math.h"
@@ -59,6 +62,25 @@ TEST_CASE("float32 gelu (both forms) and its grad stay close to float64 over a d
       CAPTURE(xs[size_t(i)]);
       REQUIRE(std::fabs(y32[size_t(i)] - y64[size_t(i)]) <= tailBound(xs[size_t(i)]) * std::fabs(y64[size_t(i)]));
       REQUIRE(std::fabs(d32[size_t(i)] - d64[size_t(i)]) <= 2e-6 * (1 + std::fabs(d64[size_t(i)])));
+    }
+  }
+}
+
+// softmax rows take e^x sixteen lanes at a time (softmax_row.h); a replay's bits must not depend
+// on which elements of a row fall in the vector loop and which in its scalar tail.
+TEST_CASE("fastExp on sixteen lanes has the bits of the scalar fastExp", "[kernels]") {
+  std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 87.9f, 88.0f, 88.1f, -86.9f, -87.0f, -87.1f};
+  for (int i = 0; i <= 400000; ++i) xs.push_back(float(-100.0 + 0.0005 * double(i)));
+  while (xs.size() % 16) xs.push_back(0.5f);
+  for (size_t i = 0; i < xs.size(); i += 16) {
+    spopt::rt::Floats16 v;
+    std::memcpy(&v, &xs[i], sizeof v);
+    v = spopt::rt::fastExp(v);
+    for (size_t l = 0; l < 16; ++l) {
+      const float scalar = spopt::rt::fastExp(xs[i + l]);
+      CAPTURE(xs[i + l], scalar, v[l]);
+      if (std::isnan(scalar)) REQUIRE(std::isnan(v[l]));
+      else REQUIRE(std::bit_cast<uint32_t>(v[l]) == std::bit_cast<uint32_t>(scalar));
     }
   }
 }

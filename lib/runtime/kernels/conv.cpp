@@ -1,7 +1,8 @@
 // conv2d and pool2d (+ grads), NCHW. conv2d is im2col + GEMM per image and group (OpenBLAS); a
 // 1x1 convolution with stride 1 and no padding multiplies the image itself. The window (padding
 // algorithm, dilations, ceil_mode, global and adaptive pooling) is ops/conv_geometry.h's, shared
-// with the verifier's rules.
+// with the verifier's rules. Max pooling 3x3 / 2 (ResNet's stem) on float32 takes
+// pool_3x3s2.cpp's loops forward, with the same bits.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/pool_3x3s2.h"
 #include "runtime/kernels/registry.h"
 
 namespace spopt::rt {
@@ -362,6 +364,8 @@ void pool2d(KernelContext& c) {
   requireShape(c, "Out", out, {x.shape()[0], x.shape()[1], p.w.h.out, p.w.w.out}, "X pooled");
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>)
+      if (p.max && !p.adaptive && isMax3x3Stride2(p.w)) return maxPool3x3Stride2(p.w, p.planes, x.data<T>(), out.data<T>());
     if (p.max) poolPlanes<true>(p, x.data<T>(), out.data<T>());
     else poolPlanes<false>(p, x.data<T>(), out.data<T>());
   });

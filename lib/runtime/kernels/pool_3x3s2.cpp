@@ -1,0 +1,77 @@
+#include "runtime/kernels/pool_3x3s2.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace spopt::rt {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+
+// std::max(a, b) as the general loops take it: b only when greater, so NaN is skipped and of
+// +0 and -0 the first is kept. Grouping a window's row-major sequence by rows keeps its bits.
+inline float maxOf(float a, float b) { return a < b ? b : a; }
+
+// Input rows with a NaN before and after (and an all-NaN row for the rows a window loses to the
+// padding or the edge): maxOf skips NaN, as the general loops skip what lies outside, so every
+// window reads its nine elements at fixed offsets with no edge cases, and one loop over the
+// output columns takes all nine. Each input row is shared by two output rows
+// and copied once.
+class PaddedRows {
+ public:
+  // Wide enough for the last window, which may pass the edge (ceil_mode).
+  explicit PaddedRows(const Window2d& w)
+      : width_(w.w.in), height_(w.h.in), nan_(size_t(std::max(w.w.in + 2, 2 * w.w.out + 1)), kNaN) {
+    for (auto& r : slots_) r = nan_;
+  }
+  void newPlane() { std::fill(std::begin(row_), std::end(row_), -1); }
+  // Row iy of `plane` from its column -1 on.
+  const float* of(const float* plane, int64_t iy) {
+    if (iy < 0 || iy >= height_) return nan_.data();
+    const size_t s = size_t(iy % 3);
+    if (row_[s] != iy) std::copy(plane + iy * width_, plane + (iy + 1) * width_, slots_[s].begin() + 1), row_[s] = iy;
+    return slots_[s].data();
+  }
+
+ private:
+  int64_t width_, height_;
+  std::vector<float> slots_[3], nan_;
+  int64_t row_[3] = {-1, -1, -1};
+};
+
+// The input rows of output row oy: 2 oy - 1 + dy for dy = 0, 1, 2.
+struct WindowRows {
+  const float* r[3];
+  WindowRows(PaddedRows& rows, const float* plane, int64_t oy) {
+    for (int dy = 0; dy < 3; ++dy) r[dy] = rows.of(plane, 2 * oy - 1 + dy);
+  }
+};
+
+// The max of a window's row from -inf in column order, as the general loops take it.
+inline float windowRowMax(const float* r, int64_t ox) { return maxOf(maxOf(maxOf(kMinusInf, r[2 * ox]), r[2 * ox + 1]), r[2 * ox + 2]); }
+
+}  // namespace
+
+bool isMax3x3Stride2(const Window2d& w) {
+  for (const WindowDim* d : {&w.h, &w.w})
+    if (d->k != 3 || d->stride != 2 || d->pad_before != 1 || d->dilation != 1 || d->in < 1) return false;
+  return true;
+}
+
+void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float* out) {
+  const int64_t ow = w.w.out, in_plane = w.h.in * w.w.in, out_plane = w.h.out * ow;
+  PaddedRows rows(w);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    rows.newPlane();
+    for (int64_t oy = 0; oy < w.h.out; ++oy) {
+      const WindowRows win(rows, x + pl * in_plane, oy);
+      const float *r0 = win.r[0], *r1 = win.r[1], *r2 = win.r[2];
+      float* o = out + pl * out_plane + oy * ow;
+      for (int64_t ox = 0; ox < ow; ++ox) o[ox] = maxOf(maxOf(maxOf(kMinusInf, windowRowMax(r0, ox)), windowRowMax(r1, ox)), windowRowMax(r2, ox));
+    }
+  }
+}
+
+}  // namespace spopt::rt

@@ -1,0 +1,21 @@
+#pragma once
+// Max pooling over 3x3 windows at stride 2 with one row and column of padding before (ResNet's
+// stem pool), float32, forward. The general loops of conv.cpp run one short loop per window
+// offset and take the edge windows one by one (at batch 4, 2.5x the memory bound); here each
+// input row is copied once between NaN guards, so a window's nine elements sit at fixed offsets
+// and one vectorised loop over an output row takes them all. Same bits as the general loops
+// (tests/unit/kernels_conv.cpp checks ties, signed zeros, NaN and edges). The grad keeps the
+// general loops: the same scheme for its search was faster in cache but slower at batch 4.
+#include <cstdint>
+
+#include "ops/conv_geometry.h"
+
+namespace spopt::rt {
+
+// Whether pool2d of this (non-adaptive, max) window may take maxPool3x3Stride2.
+bool isMax3x3Stride2(const Window2d& w);
+
+// Out = the window maxima of `planes` planes of X (NCHW).
+void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float* out);
+
+}  // namespace spopt::rt
