@@ -47,7 +47,7 @@ inline Floats16 fromBits(Ints16 b) { return std::bit_cast<Floats16>(b); }
 
 // fastExp on a float or on each lane of a Floats16, the same operations in the same order (so
 // the same bits: tests/unit/kernels_fast_math.cpp compares them).
-template <typename V> V exp(V x) {
+template <typename V> [[gnu::always_inline]] inline V exp(V x) {
   x = clampExpArgument(x);
   const V n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const V r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;  // ln2 split hi + lo
