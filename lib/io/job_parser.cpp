@@ -31,10 +31,7 @@ class JobParser::Walker {
     od::document doc;
     check(parser_.iterate(text, len, capacity).get(doc));
     od::object obj;
-    if (auto err = doc.get_object().get(obj)) {
-      if (err == simdjson::INCORRECT_TYPE) fail("expected an object for a program");
-      check(err);
-    }
+    checkTyped(doc.get_object().get(obj), "expected an object for a program");
     parseProgram(obj, p);
   }
 
@@ -43,10 +40,7 @@ class JobParser::Walker {
     od::document doc;
     check(parser_.iterate(text, len, len + simdjson::SIMDJSON_PADDING).get(doc));
     od::object root;
-    if (auto err = doc.get_object().get(root)) {
-      if (err == simdjson::INCORRECT_TYPE) fail("the document must be a JSON object");
-      check(err);
-    }
+    checkTyped(doc.get_object().get(root), "the document must be a JSON object");
     parseJob(root);
   }
 
@@ -74,10 +68,9 @@ class JobParser::Walker {
   // A raw compound value: its stored form and, when one of its objects repeats a key, where
   // (relative pointer) and which key. Unknown values keep their repeats (the writer reproduces
   // them byte for byte); attrs and dist_attrs, which the format defines, refuse them.
-  // `object`: its members, once rawObject() has read it as attrs or a dist_attr.
   struct RawValue {
     std::string_view kept, duplicate_at, duplicate_key;
-    const SharedObject* object = nullptr;
+    const SharedObject* object = nullptr;  // its members, once rawObject() read it as attrs or a dist_attr
   };
   absl::flat_hash_map<std::string_view, RawValue> raws_;
   RawValue* last_raw_ = nullptr;  // what the last raw() of a compound value found
@@ -96,10 +89,7 @@ class JobParser::Walker {
   // Skipping the root object costs a walk of the structural index only (no value parsing).
   void checkNothingAfter(std::string_view bytes, od::document& doc) {
     od::object root;
-    if (auto err = doc.get_object().get(root)) {
-      if (err == simdjson::INCORRECT_TYPE) fail("the document must be a JSON object");
-      check(err);
-    }
+    checkTyped(doc.get_object().get(root), "the document must be a JSON object");
     std::string_view text;
     check(root.raw_json().get(text));
     const char* end = bytes.data() + bytes.size();
@@ -109,6 +99,12 @@ class JobParser::Walker {
   }
 
   // ---- errors -------------------------------------------------------------------------------
+  // A typed read's error: a value of another JSON type is named by `expected` + `what`.
+  void checkTyped(simdjson::error_code err, const char* expected, const char* what = "") const {
+    if (!err) return;
+    if (err == simdjson::INCORRECT_TYPE) fail(std::string(expected) + what);
+    check(err);
+  }
   std::string pointer() const { return pointerOf(path_, depth_); }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(name_, pointer(), message); }
   void check(simdjson::error_code err) const {
@@ -168,10 +164,7 @@ class JobParser::Walker {
   }
   bool getBool(od::value v, const char* what) {
     bool x = false;
-    if (auto err = v.get_bool().get(x)) {
-      if (err == simdjson::INCORRECT_TYPE) fail(std::string("expected a boolean ") + what);
-      check(err);
-    }
+    checkTyped(v.get_bool().get(x), "expected a boolean ", what);
     return x;
   }
   // A string as a view: into the buffer when it holds no escapes, else into the arena.
@@ -189,18 +182,12 @@ class JobParser::Walker {
   }
   od::object getObject(od::value v, const char* what) {
     od::object o;
-    if (auto err = v.get_object().get(o)) {
-      if (err == simdjson::INCORRECT_TYPE) fail(std::string("expected an object ") + what);
-      check(err);
-    }
+    checkTyped(v.get_object().get(o), "expected an object ", what);
     return o;
   }
   od::array getArray(od::value v, const char* what) {
     od::array a;
-    if (auto err = v.get_array().get(a)) {
-      if (err == simdjson::INCORRECT_TYPE) fail(std::string("expected an array ") + what);
-      check(err);
-    }
+    checkTyped(v.get_array().get(a), "expected an array ", what);
     return a;
   }
 
