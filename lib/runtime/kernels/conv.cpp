@@ -472,6 +472,9 @@ void pool2dGrad(KernelContext& c) {
   requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>)
+      if (p.max && !p.adaptive && isMax3x3Stride2(p.w))
+        return maxPoolGrad3x3Stride2(p.w, p.planes, x.data<T>(), out->data<T>(), dy.data<T>(), dx.data<T>());
     if (p.max) poolGradPlanes<true>(p, x.data<T>(), out->data<T>(), dy.data<T>(), dx.data<T>());
     else poolGradPlanes<false>(p, x.data<T>(), static_cast<const T*>(nullptr), dy.data<T>(), dx.data<T>());
   });

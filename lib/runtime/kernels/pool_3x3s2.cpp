@@ -74,4 +74,55 @@ void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float*
   }
 }
 
+// The grad of maxPool3x3Stride2's windows, same bits as poolGradPlanes in conv.cpp. The general
+// search runs one short loop per window offset over int64 indices; here, on the same NaN-guarded
+// row copies as the forward (NaN never equals a maximum, as the general loops never look outside
+// a clipped window), one vectorised loop over an output row finds each window's first element
+// equal to its maximum: the nine offsets checked last to first with a select, so the last one
+// kept is the first in row-major order. The adds then run in column order as the general loops'.
+void maxPoolGrad3x3Stride2(const Window2d& w, int64_t planes, const float* x, const float* out, const float* dy, float* dx) {
+  const int64_t ow = w.w.out, width = w.w.in, height = w.h.in, in_plane = height * width, out_plane = w.h.out * ow;
+  PaddedRows rows(w);
+  // Per output column: where its Out@GRAD goes, as the offset from input element
+  // (2 oy - 1, 2 ox - 1) (int32: a third of the row's bytes of the general loops' int64), or -1.
+  std::vector<int32_t> at(static_cast<size_t>(ow));
+  const int32_t W = int32_t(width), W2 = 2 * W;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    rows.newPlane();
+    float* d = dx + pl * in_plane;
+    int64_t zeroed = 0;  // X@GRAD's rows [0, zeroed) hold zeros or adds already
+    for (int64_t oy = 0; oy < w.h.out; ++oy) {
+      const WindowRows win(rows, x + pl * in_plane, oy);
+      const float *r0 = win.r[0], *r1 = win.r[1], *r2 = win.r[2];
+      const float* m = out + pl * out_plane + oy * ow;
+      int32_t* a = at.data();
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const float v = m[ox];
+        const int64_t c = 2 * ox;
+        int32_t k = -1;
+        k = r2[c + 2] == v ? W2 + 2 : k;
+        k = r2[c + 1] == v ? W2 + 1 : k;
+        k = r2[c] == v ? W2 : k;
+        k = r1[c + 2] == v ? W + 2 : k;
+        k = r1[c + 1] == v ? W + 1 : k;
+        k = r1[c] == v ? W : k;
+        k = r0[c + 2] == v ? 2 : k;
+        k = r0[c + 1] == v ? 1 : k;
+        k = r0[c] == v ? 0 : k;
+        a[ox] = k;
+      }
+      // The rows this output row's windows reach are zeroed just before (in cache, no pass of
+      // their own), as the general loops' LazyZero.
+      const int64_t reach = std::min(2 * oy + 2, height);
+      if (reach > zeroed) std::fill(d + zeroed * width, d + reach * width, 0.0f);
+      zeroed = std::max(zeroed, reach);
+      const int64_t corner = (2 * oy - 1) * width - 1;
+      const float* g = dy + pl * out_plane + oy * ow;
+      for (int64_t ox = 0; ox < ow; ++ox)
+        if (a[ox] >= 0) d[corner + 2 * ox + a[ox]] += g[ox];
+    }
+    if (height > zeroed) std::fill(d + zeroed * width, d + in_plane, 0.0f);
+  }
+}
+
 }  // namespace spopt::rt

@@ -4,8 +4,8 @@
 // offset and take the edge windows one by one (at batch 4, 2.5x the memory bound); here each
 // input row is copied once between NaN guards, so a window's nine elements sit at fixed offsets
 // and one vectorised loop over an output row takes them all. Same bits as the general loops
-// (tests/unit/kernels_conv.cpp checks ties, signed zeros, NaN and edges). The grad keeps the
-// general loops: the same scheme for its search was faster in cache but slower at batch 4.
+// (tests/unit/kernels_conv.cpp checks ties, signed zeros, NaN and edges). The grad takes the same
+// rows for its search, vectorised over an output row, then adds in the general loops' order.
 #include <cstdint>
 
 #include "ops/conv_geometry.h"
@@ -17,5 +17,9 @@ bool isMax3x3Stride2(const Window2d& w);
 
 // Out = the window maxima of `planes` planes of X (NCHW).
 void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float* out);
+
+// X@GRAD of maxPool3x3Stride2, given X, Out and Out@GRAD: each window's Out@GRAD added to its
+// first element equal to Out, windows in row-major order, from zero.
+void maxPoolGrad3x3Stride2(const Window2d& w, int64_t planes, const float* x, const float* out, const float* dy, float* dx);
 
 }  // namespace spopt::rt
