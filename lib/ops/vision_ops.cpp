@@ -204,14 +204,21 @@ void addVisionOps(std::vector<OpDef>& d) {
   std::vector<AttrDef> conv_attrs = {{"strides", AttrKind::Ints},        {"paddings", AttrKind::Ints},
                                      {"padding_algorithm", AttrKind::String}, {"dilations", AttrKind::Ints},
                                      {"groups", AttrKind::Int},          {"data_format", AttrKind::String}};
-  d.push_back({.name = "conv2d", .spellings = {legacyName("conv2d"), pirName("pd_op.conv2d")},
-               .inputs = {{"Input", {}, 0, true}, {"Filter", {}, 1, true}}, .outputs = {{"Output", {}, 0, true}},
-               .attrs = conv_attrs, .traits = trait::Recomputable | trait::Blas, .rule = ruleConv, .cost = {.flops = flopsConv},
-               .grad = "conv2d_grad"});
-  d.push_back({.name = "conv2d_grad", .spellings = {legacyName("conv2d_grad"), pirName("pd_op.conv2d_grad")},
-               .inputs = {{"Input", {}, 0, true}, {"Filter", {}, 1, true}, {"Output@GRAD", {}, 2, true}},
-               .outputs = {{"Input@GRAD", {}, 0}, {"Filter@GRAD", {}, 1}}, .attrs = conv_attrs,
-               .traits = trait::Grad | trait::Blas, .rule = ruleConvGrad, .cost = {.flops = flopsConvGrad}});
+  // depthwise_conv2d is Paddle's conv2d with groups = channels under its own name (its own GPU
+  // kernel): the same slots, attributes, shape rule and cost.
+  struct ConvNames { std::string_view op, grad, pir, pir_grad; };  // literals: the catalogue keeps views
+  for (const ConvNames& n : {ConvNames{"conv2d", "conv2d_grad", "pd_op.conv2d", "pd_op.conv2d_grad"},
+                             ConvNames{"depthwise_conv2d", "depthwise_conv2d_grad", "pd_op.depthwise_conv2d",
+                                       "pd_op.depthwise_conv2d_grad"}}) {
+    d.push_back({.name = n.op, .spellings = {legacyName(n.op), pirName(n.pir)},
+                 .inputs = {{"Input", {}, 0, true}, {"Filter", {}, 1, true}}, .outputs = {{"Output", {}, 0, true}},
+                 .attrs = conv_attrs, .traits = trait::Recomputable | trait::Blas, .rule = ruleConv, .cost = {.flops = flopsConv},
+                 .grad = n.grad});
+    d.push_back({.name = n.grad, .spellings = {legacyName(n.grad), pirName(n.pir_grad)},
+                 .inputs = {{"Input", {}, 0, true}, {"Filter", {}, 1, true}, {"Output@GRAD", {}, 2, true}},
+                 .outputs = {{"Input@GRAD", {}, 0}, {"Filter@GRAD", {}, 1}}, .attrs = conv_attrs,
+                 .traits = trait::Grad | trait::Blas, .rule = ruleConvGrad, .cost = {.flops = flopsConvGrad}});
+  }
 
   // PIR passes the window as an IntArray operand (kernel_size).
   auto pool_attrs = [](int ksize_operand) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Paddle files through import / export (docs/paddle.md):
-#  - every real ProgramDesc binary: import, validate, export -> the same bytes;
+#  - every real ProgramDesc binary: import, validate, export -> the same bytes, replay;
 #  - generated jobs (with dist attrs, fetch lists, rings): export pdmodel -> import -> the same JSON;
 #  - the 4-rank ResNet job from its 8 text files: rings assembled, valid, and pdmodel -> import gives
 #    the same job; the GPT rank imports and validate names the var its dump uses but never declares.
@@ -16,6 +16,8 @@ for f in lite_simple_model.pdmodel handwriting_mlp__model__ lite_mobilenet_v1__m
   "$SPOPT" import "$f" -o "$tmp/$f.json" && "$SPOPT" validate "$tmp/$f.json" >/dev/null \
     && "$SPOPT" export "$tmp/$f.json" --to pdmodel -o "$tmp/out_$f" >/dev/null \
     && cmp -s "$f" "$tmp/out_$f/rank_0.pdmodel" || { echo "FAIL $f: not exported back byte for byte"; fail=1; }
+  # Inference programs replay too (batch -1 taken as 1), MobileNet's depthwise_conv2d included.
+  "$SPOPT" replay "$tmp/$f.json" >/dev/null 2>"$tmp/replay.err" || { echo "FAIL $f: replay: $(head -c 300 "$tmp/replay.err")"; fail=1; }
 done
 for spec in "mlp --tp 2 --layers 2" "gpt --tp 2 --dp 2 --sequence-parallel" "mlp --tp 4 --dialect current --dtype bfloat16"; do
   rm -rf "$tmp/gen"

@@ -88,7 +88,7 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "elementwise_mul_grad", "gelu", "gelu_grad", "relu", "relu_grad", "layer_norm", "layer_norm_grad",
       "softmax", "softmax_grad", "dropout", "dropout_grad", "scale", "reshape2", "reshape2_grad", "transpose2",
       "transpose2_grad", "split", "concat", "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad",
-      "mean", "mean_grad", "fill_constant", "assign", "sum", "sgd", "depend", "nop", "conv2d", "conv2d_grad", "pool2d",
+      "mean", "mean_grad", "fill_constant", "assign", "sum", "sgd", "depend", "nop", "conv2d", "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "pool2d",
       "pool2d_grad", "batch_norm", "batch_norm_grad", "mul", "mul_grad", "top_k_v2", "accuracy", "momentum",
       // a training step's (kernels_train_language.cpp): Paddle 1.x's matmul, the loss, the optimizer, readers
       "matmul", "matmul_grad", "elementwise_div", "elementwise_div_grad", "unsqueeze2", "c_sync_calc_stream",

@@ -485,6 +485,8 @@ void pool2dGrad(KernelContext& c) {
 void registerConvKernels(KernelTable& t) {
   t.add("conv2d", conv2d);
   t.add("conv2d_grad", conv2dGrad);
+  t.add("depthwise_conv2d", conv2d);  // conv2d with groups = channels (ops/vision_ops.cpp)
+  t.add("depthwise_conv2d_grad", conv2dGrad);
   t.add("pool2d", pool2d);
   t.add("pool2d_grad", pool2dGrad);
 }
