@@ -40,7 +40,10 @@ inline Floats16 clampExpArgument(Floats16 x) {
   return 88.0f < x ? 88.0f : x;
 #endif
 }
-inline int32_t truncated(float n) { return int32_t(n); }
+// n is a whole number in [-126, 127] after the clamp, or NaN: 1.5 * 2^23 + n is exact, and its
+// bits less those of 1.5 * 2^23 (0x4B400000) are n. int32_t(n) gives the same for every number
+// but is undefined for NaN (UBSan stops on it); the vector conversion is defined for every lane.
+inline int32_t truncated(float n) { return std::bit_cast<int32_t>(n + 12582912.0f) - 0x4B400000; }
 inline Ints16 truncated(Floats16 n) { return __builtin_convertvector(n, Ints16); }
 inline float fromBits(int32_t b) { return std::bit_cast<float>(b); }
 inline Floats16 fromBits(Ints16 b) { return std::bit_cast<Floats16>(b); }
