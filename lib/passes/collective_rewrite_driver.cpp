@@ -174,6 +174,24 @@ Refusal checkRingOrders(const Job& job, const RingOrder& before) {
     for (const RingIssuer& m : r.members) per_rank[m.program->rank] = m.ops;
     Divergence d = before.checkOrder(r.ring_id, per_rank);
     if (!d.ok) return refusal(refusal_code::kRingOrder, "ring " + std::to_string(r.ring_id) + ": " + d.what);
+    // Equal signatures are not enough where collectives moved: two all-gathers of one size would
+    // pair with each other's partner. Each member's new order must be the same permutation of the
+    // old aligned positions.
+    const RingIssuer* ref = nullptr;
+    for (const RingIssuer& m : r.members) {
+      if (!ref) {
+        ref = &m;
+        continue;
+      }
+      for (size_t k = 0; k < m.ops.size() && k < ref->ops.size(); ++k) {
+        auto was = before.placeOf(*m.ops[k]), ref_was = before.placeOf(*ref->ops[k]);
+        if (was && ref_was && was->k == ref_was->k) continue;
+        auto pos = [](const std::optional<RingPlace>& p) { return p ? "#" + std::to_string(p->k) : std::string("a new one"); };
+        return refusal(refusal_code::kRingOrder, "ring " + std::to_string(r.ring_id) + " collective #" + std::to_string(k) + ": rank " +
+                                                     std::to_string(ref->program->rank) + " issues its former " + pos(ref_was) +
+                                                     ", rank " + std::to_string(m.program->rank) + " its former " + pos(was));
+      }
+    }
   }
   return {};
 }

@@ -141,8 +141,9 @@ class CollectiveRewriteDriver : public CandidateTable {
   std::vector<std::optional<Match>> matches_;
 };
 
-// For passes that move collectives: "" when every ring's collective order in `job` is still the
-// one `before` recorded on every member, else a ring-order refusal saying where it differs.
+// For passes that move collectives: "" when every ring's collective order in `job` is identical
+// on every member (the same signatures, and the same permutation of the aligned positions `before`
+// recorded), else a ring-order refusal saying where it differs.
 Refusal checkRingOrders(const Job& job, const RingOrder& before);
 
 }  // namespace spopt

@@ -5,15 +5,18 @@
 //     a collective: the dX GEMM feeds a collective, the dW GEMM can fill its flight time;
 //  2. reorder the run with a list scheduler against the analyze cost model (overlap_schedule.cpp):
 //     collectives as early as their inputs allow, independent work during their flight, their
-//     consumers as late as possible; never two collectives of one ring relative to each other;
+//     consumers as late as possible; a ring's collectives in program order, except that one
+//     whose inputs are ready may use the link while an earlier one waits for its inputs
+//     (ring-reorder, overlap_ring_queue.h);
 //  3. if the program's peak memory (analysis/memory.h) rose by more than memory-cap, reschedule
 //     with a window four times smaller (down to the original order);
 //  4. put each ring's collectives on stream comm_ring_<id> (overlap_streams.cpp).
 // Then the whole job is checked: each ring's collective order must be identical on every member
-// rank (checkRingOrders, collective_rewrite_driver.h; by construction it is, as each ring's chain
-// is kept) and the ranks must still be able to reach every collective across rings (simulateStep
-// finds cycles); otherwise every program goes back to its original order and --explain says why
-// (overlap_explain.cpp words what is left exposed).
+// rank (checkRingOrders, collective_rewrite_driver.h; where ring-reorder made the ranks choose
+// differently, every program is scheduled again with each ring's order kept) and the ranks must
+// still be able to reach every collective across rings (simulateStep finds cycles); otherwise
+// every program goes back to its original order and --explain says why (overlap_explain.cpp
+// words what is left exposed).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -43,6 +46,7 @@ class OverlapCollectives final : public Pass {
     std::string preset = "h100-nvlink", link;  // machine_option.h
     int64_t window = 512;
     bool split_grads = true;
+    bool ring_reorder = true;
   };
   // Simulated nanoseconds are analyze's simulateStep under the preset, the worst rank's; peaks are
   // the worst scheduled rank's (analysis/memory.h).
@@ -106,7 +110,7 @@ class OverlapCollectives final : public Pass {
         auto& pl = placed[p->position];
         pl.clear();
         for (size_t i = 0; i < regions.size(); ++i) {
-          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases, &facts});
+          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases, &facts, opts_.ring_reorder});
           applyOrder(regions[i], s.order);
           pl.push_back({regions[i], s.order});
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
@@ -135,6 +139,14 @@ class OverlapCollectives final : public Pass {
     }
 
     Refusal revert = checkRingOrders(job, ring_before);
+    if (!revert.empty() && opts_.ring_reorder) {
+      // The ranks of a ring chose different orders: schedule again with each ring's order kept.
+      for (auto& pl : placed)
+        for (auto& x : pl) applyOrder(x.now, x.original);
+      Options kept = opts_;
+      kept.ring_reorder = false;
+      return OverlapCollectives(kept).run(job, ctx) || changed;
+    }
     // Streams first: the simulation after the pass must see the comm streams.
     size_t moved = 0, events = 0;
     for (size_t pos = 0; pos < placed.size(); ++pos) {
@@ -242,6 +254,8 @@ PassInfo overlapCollectivesPass() {
       machine[1],
       bindOption(&O::window, "window", "an op moves past at most this many earlier unscheduled ops (-1: no bound; 0: keep the order)"),
       bindOption(&O::split_grads, "split-grads", "split matmul_v2_grad into dX and dW GEMMs where a run has collectives"),
+      bindOption(&O::ring_reorder, "ring-reorder",
+                 "a ready collective may pass its ring's earlier ones while they wait for inputs (same order on every rank)"),
   };
   using S = OverlapCollectives::Stats;
   info.statistics = peakBytesStatistics(&S::peak_before, &S::peak_after);

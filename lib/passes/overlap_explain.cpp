@@ -23,7 +23,7 @@ std::string limitText(const CollectiveOutcome& c, const ExposureLimits& limits) 
   switch (c.limit) {
     case Limit::RingOrder:
       return "it waited " + us(c.ring_wait_s) + " for the ring's previous collective, which it may not pass (one ring's collectives "
-             "keep their order on every member rank)";
+             "keep one order on every member rank; one passes an earlier one only while that one waits for its inputs)";
     case Limit::MaxInFlight:
       return "max-in-flight=" + std::to_string(limits.max_in_flight) + " collectives of its ring were already in flight";
     case Limit::MemoryCap:

@@ -8,7 +8,7 @@
 namespace spopt {
 
 RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases,
-                             OpFactsCache* facts) {
+                             OpFactsCache* facts, bool chain_rings) {
   RegionGraph g;
   g.n = region.size();
   g.ring.assign(g.n, -1);
@@ -56,7 +56,8 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
     if (auto ring = commRing(op, facts)) {
       g.ring[i] = *ring;
       auto [it, fresh] = last_of_ring.try_emplace(*ring, i);
-      if (!fresh) edges.emplace_back(it->second, i), it->second = i;
+      if (!fresh && chain_rings) edges.emplace_back(it->second, i);
+      it->second = i;
     }
   }
   auto csr = [&](bool forward, std::vector<uint32_t>& start, std::vector<uint32_t>& list) {

@@ -19,9 +19,10 @@ struct RegionGraph {
   std::vector<uint8_t> feeds_coll;  // a collective reads what the op writes: run it first
 };
 
-// `facts`, when given, supplies each op's ring.
+// `facts`, when given, supplies each op's ring. `chain_rings`: each ring's collectives also depend
+// on the ring's previous one (kept in program order); without, only data orders them.
 RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases,
-                             OpFactsCache* facts);
+                             OpFactsCache* facts, bool chain_rings = true);
 // Times `order`: compute ops one after another, each ring's collectives on their stream; with
 // `colls`, each collective's outcome (exposed time charged to what waited for it).
 double simulateOrder(const RegionGraph& g, const std::vector<uint32_t>& order, const std::vector<double>& cost,

@@ -9,6 +9,7 @@
 
 #include "ir/op_role.h"
 #include "passes/overlap_graph.h"
+#include "passes/overlap_ring_queue.h"
 #include "passes/overlap_support.h"
 
 namespace spopt {
@@ -31,7 +32,7 @@ const char* limitCode(Limit l) {
 }
 
 RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& cost, const ScheduleOptions& opts) {
-  RegionGraph g = buildRegionGraph(region, cost, opts.aliases, opts.facts);
+  RegionGraph g = buildRegionGraph(region, cost, opts.aliases, opts.facts, !opts.ring_reorder);
   const size_t n = g.n;
   RegionSchedule out;
   std::vector<uint32_t> original(n);
@@ -54,7 +55,8 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     using Wait = std::tuple<double, int, double, uint32_t>;   // (ready time, ...Avail)
     std::priority_queue<Avail, std::vector<Avail>, std::greater<>> available;
     std::priority_queue<Wait, std::vector<Wait>, std::greater<>> waiting;
-    std::vector<uint32_t> ready_colls;                       // at most one per ring (the chain)
+    std::vector<uint32_t> ready_colls;                       // without ring_reorder, at most one per ring (the chain)
+    RingQueues ring_queues(g, cost, opts.ring_reorder);
     absl::flat_hash_map<int64_t, std::deque<double>> inflight;  // ring -> end times, ascending
     absl::flat_hash_map<int64_t, double> ring_free;
     // Ops by anchor (ScheduleOptions::window), so that the window's edge is one forward scan.
@@ -114,7 +116,10 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
             continue;
           }
           double& free = ring_free[g.ring[c]];
-          finish[c] = free = std::max({now, readyTime(c), free}) + cost[c];
+          const double start = std::max({now, readyTime(c), free});
+          if (!ring_queues.mayIssue(c, now, start, released, done, finish)) continue;
+          ring_queues.issued(c);
+          finish[c] = free = start + cost[c];
           q.push_back(finish[c]);
           ready_colls[k] = ready_colls.back();
           ready_colls.pop_back();

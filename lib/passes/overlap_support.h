@@ -65,6 +65,9 @@ struct ScheduleOptions {
   // Views of one buffer (coalesce_tensor's): a write of a view orders like a write of the buffer.
   const BufferAliases* aliases = nullptr;
   OpFactsCache* facts = nullptr;  // each op's phase, when given (else read from its attrs)
+  // A ready collective may go before its ring's earlier ones while they wait for their inputs
+  // (overlap_ring_queue.h); else each ring keeps its program order.
+  bool ring_reorder = false;
 };
 
 // Why a collective's result was waited for (the compute stream idled on it).
@@ -101,7 +104,8 @@ struct RegionSchedule {
 // Top-down list scheduling of one region on one rank against per-op costs (seconds; `cost[i]` of
 // `region[i]`): compute ops run one at a time on the compute stream, each ring's collectives on
 // its own stream. Dependencies: true, anti and output dependencies through vars (in-place ops
-// included), and a chain through each ring's collectives (never reordered relative to each other).
+// included), and a chain through each ring's collectives (never reordered relative to each other),
+// unless opts.ring_reorder (then overlap_ring_queue.h decides each ring's order).
 // Each step issues every ready collective its ring has room for, then runs the ready compute op
 // that is not waiting on a collective, preferring one whose output a collective reads (issue
 // collectives as early as their inputs allow), then the longest cost path to the region's end

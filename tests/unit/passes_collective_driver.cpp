@@ -270,3 +270,26 @@ TEST_CASE("driver: the order check finds a ring reordered on one member", "[pass
   CHECK(r.reason.find("ring 0: ") == 0);
   CHECK(r.reason.find("collective #0") != std::string::npos);
 }
+
+TEST_CASE("checkRingOrders refuses a reorder that keeps the signatures but pairs other collectives", "[passes][driver]") {
+  // Two all-reduces of equal signature (float32[4]) on ring 0, independent of each other.
+  std::string text = "sp-opt.program text 1\nworld_size 2\ngroup ring_id=0 ranks=[0,1]\n";
+  for (int r : {0, 1})
+    text += "rank " + std::to_string(r) +
+            " {\n  block 0 parent=-1 {\n    var a : float32[4]\n    var b : float32[4]\n    var a2 : float32[4]\n    var b2 : float32[4]\n"
+            "    {Out=[a2]} = c_allreduce_sum(X=[a]) {ring_id=0, op_role=1}\n"
+            "    {Out=[b2]} = c_allreduce_sum(X=[b]) {ring_id=0, op_role=1}\n  }\n}\n";
+  auto job = readTextJob(text, "test.sptxt");
+  RingOrder before(*job);
+  auto swap = [&](int64_t rank) {  // moves the rank's second all-reduce before its first
+    Block& b = *job->program(rank)->blocks.front();
+    b.moveOp(&*std::next(b.ops.begin()), b.ops.begin());
+  };
+  CHECK(checkRingOrders(*job, before).empty());
+  swap(1);
+  Refusal r = checkRingOrders(*job, before);
+  CHECK(r.code == "ring-order");
+  CHECK(r.reason == "ring 0 collective #0: rank 0 issues its former #0, rank 1 its former #1");
+  swap(0);  // the same permutation on both ranks
+  CHECK(checkRingOrders(*job, before).empty());
+}

@@ -62,6 +62,36 @@ TEST_CASE("the scheduler keeps one ring's collectives in order and respects in-p
   CHECK(at(region[0]) < at(region[1]));
 }
 
+TEST_CASE("ring-reorder issues a ready collective while its ring's earlier one waits for inputs", "[passes][overlap]") {
+  // #0 (ag) waits for two relus; #1 (pre, a prefetch: its input is there from the start) is read
+  // last. In order, pre could only start after ag, and the add would wait for it.
+  auto job = job1(
+      "    {Out=[g]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[h]} = relu(X=[g]) {op_role=1}\n"
+      "    {Out=[ag]} = c_allgather(X=[h]) {ring_id=0, nranks=2, op_role=1}\n"
+      "    {Out=[pre]} = c_allgather(X=[b]) {ring_id=0, nranks=2, op_role=1}\n"
+      "    {Out=[d]} = relu(X=[ag]) {op_role=1}\n"
+      "    {Out=[e]} = elementwise_add(X=[d], Y=[pre]) {op_role=1}\n",
+      "    var a : float32[4]\n    var g : float32[4]\n    var h : float32[4]\n    var b : float32[2]\n"
+      "    var ag : float32[8]\n    var pre : float32[4]\n    var d : float32[8]\n    var e : float32[8]\n");
+  auto region = opsOf(*job);
+  auto at = [](const RegionSchedule& s, Op* op) { return std::find(s.order.begin(), s.order.end(), op) - s.order.begin(); };
+  ScheduleOptions reorder;
+  reorder.ring_reorder = true;
+  // The relus before ag take 2 s, pre 1.5 s: it fits before ag's input is there.
+  std::vector<double> cost{1.0, 1.0, 1.0, 1.5, 1.0, 1.0};
+  RegionSchedule kept = scheduleRegion(region, cost, {});
+  CHECK(at(kept, region[2]) < at(kept, region[3]));
+  CHECK(kept.after_s == Approx(5.5));  // relu, relu, ag (2-3 s), pre (3-4.5 s): the add waits for it
+  RegionSchedule s = scheduleRegion(region, cost, reorder);
+  CHECK(at(s, region[3]) < at(s, region[2]));
+  CHECK(s.after_s == Approx(5.0));  // pre (0-1.5 s), then ag (2-3 s): only the first relu waits
+  // pre 2.5 s would still be on the link when ag's input is there: it keeps its place.
+  cost[3] = 2.5;
+  RegionSchedule late = scheduleRegion(region, cost, reorder);
+  CHECK(at(late, region[2]) < at(late, region[3]));
+}
+
 TEST_CASE("a small window admits the ops that issued collectives uncover", "[passes][overlap]") {
   // Found on gen gpt --tp 4 --layers 1 under a memory-capped window of 2: the two all-reduces
   // complete the lowest ops; the window must move on to the relu before the scheduler decides it

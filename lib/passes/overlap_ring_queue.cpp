@@ -1,0 +1,80 @@
+// The ring-order policy of overlap-collectives' list scheduler (see overlap_ring_queue.h).
+#include "passes/overlap_ring_queue.h"
+
+#include <algorithm>
+
+namespace spopt {
+namespace {
+
+// Ancestors the bound visits at most per question: it answers "at least this much" and stops;
+// past this many it answers with what it found (a lower bound still), keeping the scheduler
+// linear in the region's size.
+constexpr size_t kBoundVisits = 64;
+
+}  // namespace
+
+RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bool reorder) : g_(g), cost_(cost), reorder_(reorder) {
+  if (!reorder_) return;
+  for (uint32_t i = 0; i < g.n; ++i)
+    if (g.ring[i] >= 0) rings_[g.ring[i]].ops.push_back(i);
+  issued_.assign(g.n, 0);
+  passed_.assign(g.n, 0);
+  seen_.assign(g.n, 0);
+}
+
+bool RingQueues::mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
+                          const std::vector<double>& finish) {
+  if (!reorder_) return true;  // the graph chains each ring: a ready collective is its ring's head
+  Ring& r = rings_[g_.ring[c]];
+  while (r.head < r.ops.size() && issued_[r.ops[r.head]]) ++r.head;
+  const uint32_t head = r.ops[r.head];
+  if (head == c) return true;
+  if (r.passed || ready[head]) return false;
+  // The earliest ready collective after the head goes first, if any does.
+  for (size_t k = r.head + 1; k < r.ops.size() && r.ops[k] != c; ++k)
+    if (ready[r.ops[k]] && !issued_[r.ops[k]]) return false;
+  const double end = start + cost_[c];
+  return headReadyBound(head, now, end, done, finish) >= end;
+}
+
+void RingQueues::issued(uint32_t c) {
+  if (!reorder_) return;
+  Ring& r = rings_[g_.ring[c]];
+  issued_[c] = 1;
+  if (r.head < r.ops.size() && r.ops[r.head] == c) {
+    r.passed = false;
+  } else {
+    r.passed = true;
+    passed_[c] = 1;
+  }
+}
+
+double RingQueues::headReadyBound(uint32_t head, double now, double enough, const std::vector<uint8_t>& done,
+                                  const std::vector<double>& finish) {
+  // One compute stream runs every unscheduled compute ancestor, one after another, from `now`; a
+  // scheduled one (or a collective in flight) is there at its finish at the earliest.
+  ++stamp_;
+  double work = 0, latest = now;
+  size_t visits = 0;
+  stack_.assign(1, head);
+  seen_[head] = stamp_;
+  while (!stack_.empty() && std::max(now + work, latest) < enough && visits < kBoundVisits) {
+    uint32_t i = stack_.back();
+    stack_.pop_back();
+    ++visits;
+    for (uint32_t k = g_.pred_start[i]; k < g_.pred_start[i + 1]; ++k) {
+      uint32_t p = g_.pred[k];
+      if (seen_[p] == stamp_) continue;
+      seen_[p] = stamp_;
+      if (done[p]) {
+        latest = std::max(latest, finish[p]);
+        continue;
+      }
+      if (g_.ring[p] < 0) work += cost_[p];
+      stack_.push_back(p);
+    }
+  }
+  return std::max(now + work, latest);
+}
+
+}  // namespace spopt

@@ -1,0 +1,61 @@
+#pragma once
+// Which ready collective of a ring overlap-collectives' list scheduler (overlap_schedule.cpp) may
+// issue next, when ScheduleOptions::ring_reorder lets a collective pass its ring's earlier ones.
+//
+// A ring issues its collectives in program order (its head: the first one not issued), except
+// that while the head waits for its inputs, one later collective whose inputs are ready may go
+// first, if the model says the head's inputs cannot be ready before that one would finish: the
+// compute stream still has at least that much of the head's unscheduled ancestors to run. The
+// link would sit idle otherwise; the head is never delayed (in the model). A regathered
+// activation (regather-activations) is ready from backward's start but read late: this issues it
+// in the link's idle time a layer earlier, as FSDP's and Megatron-LM's backward prefetch do. At
+// most one collective passes each head, so at most one prefetched result waits for its reader
+// (what the prefetch costs in memory).
+//
+// Every rank of a ring must make the same choices (NCCL pairs collectives by issue order): the
+// pass checks that each ring's new order is the same permutation on every member
+// (checkRingOrders) and schedules again with program order kept where it is not.
+#include <cstdint>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "passes/overlap_graph.h"
+
+namespace spopt {
+
+class RingQueues {
+ public:
+  RingQueues(const RegionGraph& g, const std::vector<double>& cost, bool reorder);
+
+  // Whether ready collective `c` may be issued at `start` (when its ring is free and its inputs
+  // are there), `now` being the compute stream's clock. `ready[i]`: op i's inputs are all
+  // scheduled (a collective in the scheduler's ready list); `done[i]`, `finish[i]`: scheduled ops
+  // and their end times.
+  bool mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
+                const std::vector<double>& finish);
+  // `c` was issued.
+  void issued(uint32_t c);
+  // Whether collective `c` was issued before its ring's earlier ones.
+  bool passed(uint32_t c) const { return !passed_.empty() && passed_[c]; }
+
+ private:
+  struct Ring {
+    std::vector<uint32_t> ops;  // program order
+    size_t head = 0;
+    bool passed = false;  // a collective passed the current head
+  };
+  // A lower bound of when the compute stream can have run head's unscheduled ancestors, from `now`;
+  // the search stops once it reaches `enough`.
+  double headReadyBound(uint32_t head, double now, double enough, const std::vector<uint8_t>& done, const std::vector<double>& finish);
+
+  const RegionGraph& g_;
+  const std::vector<double>& cost_;
+  bool reorder_;
+  absl::flat_hash_map<int64_t, Ring> rings_;
+  std::vector<uint8_t> issued_, passed_;
+  std::vector<uint32_t> seen_, stack_;
+  uint32_t stamp_ = 0;
+};
+
+}  // namespace spopt
