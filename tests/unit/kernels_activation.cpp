@@ -117,6 +117,42 @@ TEST_CASE("softmax is stable for large inputs", "[kernels]") {
   requireClose(runUnary("softmax", x), refSoftmax({0.0, 1.0, 2.0}, {3}, -1), 1e-6);
 }
 
+// float32 rows sum their exponentials in float32 lanes (as Paddle does): two sets of sixteen
+// lanes, a tree over the lanes, a scalar tail. Each probability is within fastExp's error (5e-7,
+// kernels_fast_math.cpp), the rounding of its lane's running sum (len / 32 adds), of the tree and
+// of the scale; lengths around 16 and 32 cross every vector-and-tail boundary.
+TEST_CASE("float32 softmax rows of any length stay within their float32 error bound of float64", "[kernels]") {
+  for (int64_t len : {1, 15, 16, 17, 31, 32, 33, 47, 128, 1011, 32000}) {
+    CAPTURE(len);
+    Dims s{2, len};
+    std::vector<double> v = randomValues(numel(s));
+    for (double& x : v) x *= 8;  // exponentials over e^-16 .. e^16
+    Tensor x = fromDoubles(DType::Float32, s, v);
+    std::vector<double> got = toDoubles(runUnary("softmax", x)), want = refSoftmax(toDoubles(x), s, -1);
+    const double u = 0x1p-24, bound = 5e-7 + (double(len) / 32 + 8) * u;
+    for (size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i, got[i], want[i]);
+      REQUIRE(std::fabs(got[i] - want[i]) <= bound * want[i]);
+    }
+  }
+}
+
+// A softmax along a middle axis (a strided row) takes its elements in the order of the
+// contiguous row: the same bits as the transposed tensor's last-axis softmax.
+TEST_CASE("a strided softmax row has the bits of the same row laid out contiguously", "[kernels]") {
+  for (DType t : floatTypes())
+    for (int64_t len : {33, 1011}) {
+      CAPTURE(spopt::dtypeName(t), len);
+      std::vector<double> v = randomValues(3 * len), vt(v.size());
+      for (int64_t k = 0; k < len; ++k)
+        for (int64_t c = 0; c < 3; ++c) vt[size_t(c * len + k)] = v[size_t(k * 3 + c)];
+      std::vector<double> strided = toDoubles(runUnary("softmax", fromDoubles(t, {len, 3}, v), {{"axis", "0"}}));
+      std::vector<double> contiguous = toDoubles(runUnary("softmax", fromDoubles(t, {3, len}, vt)));
+      for (int64_t k = 0; k < len; ++k)
+        for (int64_t c = 0; c < 3; ++c) REQUIRE(strided[size_t(k * 3 + c)] == contiguous[size_t(c * len + k)]);
+    }
+}
+
 TEST_CASE("scale with bias before and after scaling", "[kernels]") {
   for (bool after : {true, false})
     for (DType t : {DType::Float32, DType::Float64, DType::Int64}) {

@@ -141,7 +141,7 @@ AxisView axisView(const KernelContext& c, const std::vector<int64_t>& shape, int
 }
 
 // softmax along `axis` (default -1): max-shifted exponentials (fastExp for float32), the
-// denominator summed in double.
+// denominator summed in the tensor's type as Paddle does (softmax_row.h).
 void softmax(KernelContext& c) {
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
   auto [x_slot, out_slot] = unary(c, "X", "Out");

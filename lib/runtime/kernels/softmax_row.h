@@ -1,7 +1,7 @@
 #pragma once
 // The softmax of one row, shared by softmax (activation.cpp) and softmax_with_cross_entropy
-// (train_language.cpp): max-shifted exponentials (fastExp for float32, libm for float64), the
-// denominator summed in double over 8 lanes.
+// (train_language.cpp): max-shifted exponentials and their sum in the tensor's own type, as Paddle
+// computes them (fastExp and float32 lanes for float32; libm and laneSum in double for float64).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -62,67 +62,90 @@ template <typename T> T contiguousMax(const T* x, int64_t n) {
   return best;
 }
 
-// o[k] = e^(x[k] - m) over a contiguous row: fastExp sixteen lanes at a time for float32 (the
-// bits of the scalar fastExp), libm for float64.
-template <typename T> void shiftedExp(const T* x, T* o, int64_t n, T m) {
-  int64_t k = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    for (; k + 16 <= n; k += 16) {
-      Floats16 v;
-      std::memcpy(&v, x + k, sizeof v);
-      v = fastExp(v - m);
-      std::memcpy(o + k, &v, sizeof v);
-    }
-    for (; k < n; ++k) o[k] = fastExp(x[k] - m);
-  } else {
-    for (; k < n; ++k) o[k] = std::exp(x[k] - m);
-  }
+// The sum of a Floats16's lanes in a fixed tree (halves added pairwise), so every row with the
+// same partial sums gets the same bits.
+inline float laneTreeSum(Floats16 v) {
+  typedef float F8 __attribute__((vector_size(32)));
+  typedef float F4 __attribute__((vector_size(16)));
+  F8 lo8, hi8;
+  std::memcpy(&lo8, &v, sizeof lo8);
+  std::memcpy(&hi8, reinterpret_cast<const char*>(&v) + sizeof lo8, sizeof hi8);
+  const F8 s8 = lo8 + hi8;
+  F4 lo4, hi4;
+  std::memcpy(&lo4, &s8, sizeof lo4);
+  std::memcpy(&hi4, reinterpret_cast<const char*>(&s8) + sizeof lo4, sizeof hi4);
+  const F4 s4 = lo4 + hi4;
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-// One softmax row of `len` (>= 1) elements `st` apart; Contiguous (st == 1, the usual last axis)
-// is a compile-time case so its loops vectorise. Returns the row's max and the sum of the shifted
-// exponentials (log-softmax is x - max - log sum).
+// float32: o[k] = fastExp(x[k] - m) for the row's `n` elements `st` apart, returning their sum
+// accumulated in float32, as Paddle's CPU softmax does (phi::funcs::SoftmaxFunctor sums e^x with
+// vec_sum<float>, float lanes). One pass: each vector of exponentials is stored and added while
+// in registers. Elements 32k..32k+15 go to one set of sixteen lanes and 32k+16..32k+31 to
+// another (two add chains, not one), a last whole 16 to the first, then the lanes' tree sum and
+// the scalar tail in order: the same bits for the contiguous and the strided row, and fastExp's
+// vector and scalar forms agree bitwise, so the bits do not depend on the row's layout.
+template <bool Contiguous> float expSumF32(const float* x, float* o, int64_t n, int64_t stride, float m) {
+  const int64_t st = Contiguous ? 1 : stride;
+  auto expAt = [&](int64_t k) {
+    Floats16 v;
+    if constexpr (Contiguous) std::memcpy(&v, x + k, sizeof v);
+    else
+      for (int l = 0; l < 16; ++l) v[l] = x[(k + l) * st];
+    v = fastExp(v - m);
+    if constexpr (Contiguous) std::memcpy(o + k, &v, sizeof v);
+    else
+      for (int l = 0; l < 16; ++l) o[(k + l) * st] = v[l];
+    return v;
+  };
+  Floats16 acc0 = {}, acc1 = {};
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    acc0 += expAt(k);
+    acc1 += expAt(k + 16);
+  }
+  if (k + 16 <= n) {
+    acc0 += expAt(k);
+    k += 16;
+  }
+  float sum = laneTreeSum(acc0 + acc1);
+  for (; k < n; ++k) {
+    const float e = fastExp(x[k * st] - m);
+    o[k * st] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+// float64: o[k] = e^(x[k] - m) by libm, summed by laneSum in double.
+template <bool Contiguous> double expSumF64(const double* x, double* o, int64_t n, int64_t stride, double m) {
+  const int64_t st = Contiguous ? 1 : stride;
+  for (int64_t k = 0; k < n; ++k) o[k * st] = std::exp(x[k * st] - m);
+  return laneSum(n, [&](int64_t k) { return o[k * st]; });
+}
+
+// One softmax row of `len` (>= 1) elements `stride` apart; Contiguous (stride 1, the usual last
+// axis) is a compile-time case so its loops vectorise. The max, then the shifted exponentials and
+// their sum in T (float32 as Paddle computes it, above), then a multiply by 1 / sum in T. Returns
+// the row's max and the sum (log-softmax is x - max - log sum).
 template <typename T, bool Contiguous>
 SoftmaxRowStats softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
   const int64_t st = Contiguous ? 1 : stride;
   T m;
-  if constexpr (Contiguous) {
-    m = contiguousMax(row, len);
-    shiftedExp(row, orow, len, m);
-  } else {
-    m = laneMax<T>(len, [&](int64_t k) { return row[k * st]; });
-    for (int64_t k = 0; k < len; ++k) {
-      if constexpr (std::is_same_v<T, float>) orow[k * st] = fastExp(row[k * st] - m);
-      else orow[k * st] = std::exp(row[k * st] - m);
-    }
-  }
-  const double sum = laneSum(len, [&](int64_t k) { return double(orow[k * st]); });
-  T inv = T(1.0 / sum);
+  if constexpr (Contiguous) m = contiguousMax(row, len);
+  else m = laneMax<T>(len, [&](int64_t k) { return row[k * st]; });
+  T sum;
+  if constexpr (std::is_same_v<T, float>) sum = expSumF32<Contiguous>(row, orow, len, st, m);
+  else sum = expSumF64<Contiguous>(row, orow, len, st, m);
+  const T inv = T(1) / sum;
   for (int64_t k = 0; k < len; ++k) orow[k * st] *= inv;
-  return {double(m), sum};
+  return {double(m), double(sum)};
 }
 
 // softmaxRow over `rows` consecutive contiguous rows of `len` (>= 1) elements, stats[r] each
-// (may be null). Rows go four at a time, their denominators laneSums side by side (the bits of
-// one laneSum per row): a short row's sum is otherwise one add-latency chain after another.
+// (may be null).
 template <typename T> void softmaxRows(const T* x, T* o, int64_t len, int64_t rows, SoftmaxRowStats* stats) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    T m[4];
-    for (int k = 0; k < 4; ++k) {
-      m[k] = contiguousMax(x + (r + k) * len, len);
-      shiftedExp(x + (r + k) * len, o + (r + k) * len, len, m[k]);
-    }
-    double sum[4];
-    laneSums<4>(len, [&](int k, int64_t j, auto w) { return lanes(w, o + (r + k) * len + j); }, sum);
-    for (int k = 0; k < 4; ++k) {
-      T* orow = o + (r + k) * len;
-      T inv = T(1.0 / sum[k]);
-      for (int64_t j = 0; j < len; ++j) orow[j] *= inv;
-      if (stats) stats[r + k] = {double(m[k]), sum[k]};
-    }
-  }
-  for (; r < rows; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     SoftmaxRowStats st = softmaxRow<T, true>(x + r * len, o + r * len, len, 1);
     if (stats) stats[r] = st;
   }

@@ -103,8 +103,9 @@ int64_t labelAt(const KernelContext& c, const Tensor& label, int64_t at, const C
 }
 
 // softmax_with_cross_entropy: Softmax = softmax(Logits) over the axis (softmax_row.h: shifted by
-// the max, fastExp for float32, sums in double), Loss = log(sum) - (x[label] - max), 0 where the
-// label is ignore_index.
+// the max, fastExp for float32, the sum in the logits' type), Loss = log(sum) - (x[label] - max),
+// 0 where the label is ignore_index. The loss is taken in double from that sum and rounded once:
+// one log per row costs nothing beside the row, and a float32 log would add its own error.
 void softmaxCrossEntropy(KernelContext& c) {
   const Tensor& logits = requireInput(c, "Logits");
   const Tensor& label = requireInput(c, "Label");
