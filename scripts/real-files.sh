@@ -24,9 +24,9 @@ ops() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sum(l
 
 echo "| job | ops | import | validate | analyze | replay | rewrite | check (rewrite vs original) |"
 echo "| --- | ---: | --- | --- | --- | --- | --- | --- |"
-# row NAME "IMPORT ARGS" [ANALYZE ARGS]
+# row NAME "IMPORT ARGS" [ANALYZE ARGS] [REPLAY ARGS (replay and check)]
 row() {
-  local name=$1 args=$2 extra=${3:-} j=$tmp/job.json
+  local name=$1 args=$2 extra=${3:-} run=${4:-} j=$tmp/job.json
   rm -f "$j" "$tmp/rw.json"
   local imp val ana rep rw chk
   # shellcheck disable=SC2086
@@ -34,15 +34,19 @@ row() {
   val=$(step "$sp" validate "$j")
   # shellcheck disable=SC2086
   ana=$(step "$sp" analyze "$j" $extra)
-  rep=$(step "$sp" replay "$j")
+  # shellcheck disable=SC2086
+  rep=$(step "$sp" replay "$j" $run)
   rw=$(step "$sp" rewrite "$j" "$tmp/rw.json")
-  if [ -f "$tmp/rw.json" ]; then chk=$(step "$sp" check "$j" "$tmp/rw.json"); chk="$chk ($(grep -o 'ok: [0-9]* vars' "$tmp/out" || tail -1 "$tmp/out"))"; else chk="-"; fi
+  # shellcheck disable=SC2086
+  if [ -f "$tmp/rw.json" ]; then chk=$(step "$sp" check "$j" "$tmp/rw.json" $run); chk="$chk ($(grep -o 'ok: [0-9]* vars' "$tmp/out" || tail -1 "$tmp/out"))"; else chk="-"; fi
   echo "| $name | $(ops "$j") | $imp | $val | $ana | $rep | $rw | $chk |"
 }
 row "pdmodel/handwriting_mlp __model__" "pdmodel/handwriting_mlp__model__" --allow-forward-only
 row "pdmodel/lite_mobilenet_v1 __model__" "pdmodel/lite_mobilenet_v1__model__" --allow-forward-only
 row "pdmodel/lite_simple_model.pdmodel" "pdmodel/lite_simple_model.pdmodel" --allow-forward-only
-row "pir-json/ppocrv5_mobile_det_inference.json" "pir-json/ppocrv5_mobile_det_inference.json" --allow-forward-only
+# PP-OCRv5's image plane is dynamic too: 32 (a multiple of its stride 32) for batch, height and width.
+row "pir-json/ppocrv5_mobile_det_inference.json (--dynamic-dim 32)" "pir-json/ppocrv5_mobile_det_inference.json" \
+  "--allow-forward-only --dynamic-dim 32" "--dynamic-dim 32"
 row "pir-text/fuse_allreduce_split_test_all_reduce.pirtxt (2 ranks)" "pir-text/fuse_allreduce_split_test_all_reduce.pirtxt pir-text/fuse_allreduce_split_test_all_reduce.pirtxt --ring 36=0,1" --allow-forward-only
 row "pir-text/pir_parser_test_text.txt" "pir-text/pir_parser_test_text.txt" --allow-forward-only
 row "paddle-text/resnet_dp (4 ranks + startup)" "paddle-text/resnet_dp_main_program.txt0 paddle-text/resnet_dp_main_program.txt1 paddle-text/resnet_dp_main_program.txt2 paddle-text/resnet_dp_main_program.txt3 --startup paddle-text/resnet_dp_start_program.txt0 paddle-text/resnet_dp_start_program.txt1 paddle-text/resnet_dp_start_program.txt2 paddle-text/resnet_dp_start_program.txt3"

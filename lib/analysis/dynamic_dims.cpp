@@ -1,5 +1,7 @@
 #include "analysis/dynamic_dims.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "ops/op_view.h"
@@ -51,6 +53,24 @@ std::vector<ShapeDims> candidates(const OpView& view, const Var& out) {
 // Which dims of each var (by Var::id) were dynamic; empty: none.
 using DynamicDims = std::vector<std::vector<char>>;
 
+// The rule's own answer: while it rejects the dims of one of `rest` and says which it wants
+// (requireDims), that var takes them, where they differ from its dims in dynamic positions only
+// (a stride-2 convolution's [N, C, H/2, W/2], an upsampling's [N, C, 2H, 2W]). Whether the rule
+// then holds; on false the caller puts the shapes back.
+bool followRule(const OpView& view, OpRuleFn rule, const std::vector<Var*>& rest, const DynamicDims& dynamic) {
+  for (size_t step = 0; step <= rest.size(); ++step) {
+    auto e = rule(view);
+    if (!e) return true;
+    auto it = std::find(rest.begin(), rest.end(), e->result);
+    if (it == rest.end() || e->wanted.size() != (*it)->shape.size()) return false;
+    Var* v = *it;
+    for (size_t d = 0; d < v->shape.size(); ++d)
+      if (v->shape[d] != e->wanted[d] && (!dynamic[v->id][d] || e->wanted[d] < 1)) return false;
+    v->shape = e->wanted;
+  }
+  return !rule(view);
+}
+
 // Re-sizes the dynamic results of `op`: a gradient S@GRAD takes its input S's shape (Paddle's
 // rule for every grad op). When the op's rule rejects the others as sized, they take, together,
 // the first of: their reshape / elementwise candidates, or their dynamic dims divided by k = 2..8
@@ -78,6 +98,8 @@ void fitOutputs(const Op& op, const DynamicDims& dynamic) {
   if (rest.empty() || !rule || !rule(view)) return;
   std::vector<ShapeDims> sized;
   for (Var* v : rest) sized.push_back(v->shape);
+  if (followRule(view, rule, rest, dynamic)) return;
+  for (size_t i = 0; i < rest.size(); ++i) rest[i]->shape = sized[i];
   auto tryShapes = [&](auto shapeOf) {
     for (size_t i = 0; i < rest.size(); ++i) rest[i]->shape = shapeOf(i);
     if (!rule(view)) return true;

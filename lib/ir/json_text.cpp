@@ -64,6 +64,18 @@ std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw) {
   return out;
 }
 
+std::optional<std::vector<double>> rawToNumberArray(std::string_view raw) {
+  auto j = nlohmann::json::parse(raw, nullptr, false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<double> out;
+  out.reserve(j.size());
+  for (const auto& e : j) {
+    if (!e.is_number()) return std::nullopt;
+    out.push_back(e.get<double>());
+  }
+  return out;
+}
+
 std::optional<std::vector<std::string>> rawToStringArray(std::string_view raw) {
   auto j = nlohmann::json::parse(raw, nullptr, false);
   if (!j.is_array()) return std::nullopt;

@@ -15,6 +15,7 @@ std::optional<double> rawToNumber(std::string_view raw);    // any JSON number
 std::optional<bool> rawToBool(std::string_view raw);
 std::optional<std::string> rawToString(std::string_view raw);  // unescaped JSON string
 std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw);
+std::optional<std::vector<double>> rawToNumberArray(std::string_view raw);  // any JSON numbers
 std::optional<std::vector<std::string>> rawToStringArray(std::string_view raw);
 // Attribute values the way replay's kernels read them (and the verifier, which checks that they
 // can): an integer may be an integral number or a bool, a bool may be 0 or 1, a list of integers

@@ -34,6 +34,7 @@ const Catalogue& catalogue() {
     ops::addAmpOps(defs);
     ops::addLlamaOps(defs);
     ops::addIndexOps(defs);
+    ops::addUpsampleOps(defs);
     Catalogue cat;
     for (OpDef& d : defs) {
       d.index = uint32_t(cat.defs.size());
@@ -61,6 +62,7 @@ bool attrReadsAs(std::string_view raw, AttrKind kind) {
     case AttrKind::String: return rawToString(raw).has_value();
     case AttrKind::Ints: return rawToIntsLenient(raw).has_value();
     case AttrKind::DType: return dtypeFromAttr(raw).has_value();
+    case AttrKind::Numbers: return rawToNumberArray(raw).has_value();
   }
   return false;
 }
@@ -73,6 +75,7 @@ const char* attrKindName(AttrKind k) {
     case AttrKind::String: return "a string";
     case AttrKind::Ints: return "a list of integers";
     case AttrKind::DType: return "a dtype (a Paddle dtype code or a name)";
+    case AttrKind::Numbers: return "a list of numbers";
   }
   return "?";
 }

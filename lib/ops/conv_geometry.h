@@ -1,6 +1,6 @@
 #pragma once
-// The window arithmetic of conv2d and pool2d, shared by their rules (ops/vision_ops.cpp) and
-// kernels (runtime/kernels/conv.cpp, pool.cpp): Paddle's padding_algorithm, paddings given as
+// The window arithmetic of conv2d, conv2d_transpose and pool2d, shared by their rules
+// (ops/vision_ops.cpp, ops/upsample_ops.cpp) and kernels (runtime/kernels/conv.cpp, conv_transpose.cpp): Paddle's padding_algorithm, paddings given as
 // [h, w] or [top, bottom, left, right], dilations, ceil_mode and global / adaptive pooling.
 #include <cstdint>
 #include <optional>
@@ -35,6 +35,16 @@ struct WindowAttrs {
 // pooling covers the plane; adaptive pooling's windows come from adaptiveRange. nullopt with
 // `why` set when an attribute is malformed or the window does not fit.
 std::optional<Window2d> resolveWindow(int64_t in_h, int64_t in_w, const WindowAttrs& a, bool is_pool, std::string* why);
+
+// conv2d_transpose is the input gradient of a convolution: its window is that convolution's, whose
+// input (WindowDim::in) is the transposed convolution's result and whose output (WindowDim::out) is
+// its input plane, in_h x in_w here. The result's size is Paddle's: (in - 1) * stride - paddings
+// + dilation * (k - 1) + 1, plus output_padding (each below max(stride, dilation)), or
+// output_size where given (each within [that, that + stride)); SAME pads as a convolution of
+// the input plane would (dilation 1), VALID pads nothing. nullopt with `why` set, and `attr`
+// the attribute at fault, when the window does not resolve.
+std::optional<Window2d> resolveTransposeWindow(int64_t in_h, int64_t in_w, const WindowAttrs& a, const std::vector<int64_t>& output_size,
+                                               const std::vector<int64_t>& output_padding, std::string* attr, std::string* why);
 
 // Adaptive pooling's window i of `out` over `in` elements: [floor(i*in/out), ceil((i+1)*in/out)).
 inline int64_t adaptiveStart(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }

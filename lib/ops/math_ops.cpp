@@ -89,7 +89,7 @@ Result checkSoftmaxAxis(const OpView& op, const ShapeDims& shape) {
   return fail(op, "/attrs/axis", "axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
 }
 
-// gelu, relu, softmax: Out has X's shape.
+// gelu, relu, sigmoid, hardsigmoid, hardswish, softmax: Out has X's shape.
 Result ruleUnary(const OpView& op) {
   const Var* x = op.in("X");
   if (auto e = requireFloat(op, "X", x)) return e;
@@ -103,8 +103,8 @@ Result ruleSoftmax(const OpView& op) {
   return known(x) ? checkSoftmaxAxis(op, x->shape) : std::nullopt;
 }
 
-// gelu_grad (against X), relu_grad and softmax_grad (against Out): Out@GRAD and X@GRAD are stored
-// and shaped like the reference.
+// gelu_grad, hardswish_grad (against X), relu_grad, sigmoid_grad, hardsigmoid_grad and
+// softmax_grad (against Out): Out@GRAD and X@GRAD are stored and shaped like the reference.
 Result checkPointwiseGrad(const OpView& op, const char* ref_slot) {
   const Var* ref = op.in(ref_slot);
   if (auto e = requireFloat(op, ref_slot, ref)) return e;
@@ -117,6 +117,20 @@ Result checkPointwiseGrad(const OpView& op, const char* ref_slot) {
 }
 Result ruleGradOfX(const OpView& op) { return checkPointwiseGrad(op, "X"); }
 Result ruleGradOfOut(const OpView& op) { return checkPointwiseGrad(op, "Out"); }
+// hardswish(_grad) divides by `scale`.
+Result checkHardswishScale(const OpView& op) {
+  auto scale = op.attrs.getNumber("scale");
+  if (op.attrs.has("scale") && scale && *scale == 0) return fail(op, "/attrs/scale", "scale 0 would divide by zero");
+  return std::nullopt;
+}
+Result ruleHardswish(const OpView& op) {
+  if (auto e = ruleUnary(op)) return e;
+  return checkHardswishScale(op);
+}
+Result ruleHardswishGrad(const OpView& op) {
+  if (auto e = checkPointwiseGrad(op, "X")) return e;
+  return checkHardswishScale(op);
+}
 Result ruleSoftmaxGrad(const OpView& op) {
   if (auto e = checkPointwiseGrad(op, "Out")) return e;
   const Var* ref = op.in("Out");
@@ -224,6 +238,28 @@ void addMathOps(std::vector<OpDef>& d) {
   d.push_back({.name = "relu_grad", .spellings = {legacyName("relu_grad"), pirName("pd_op.relu_grad")},
                .inputs = {{"Out", {}, 0, true}, {"Out@GRAD", {}, 1, true}}, .outputs = dxOut(), .traits = trait::Grad,
                .rule = ruleGradOfOut, .cost = {1, "X@GRAD"}});
+  // The logistic family (PP-OCR's heads and squeeze-excite gates). hardswish's attributes are
+  // legacy hard_swish's; PIR's op has none and uses Paddle's fixed 6 / 6 / 3.
+  d.push_back({.name = "sigmoid", .spellings = {legacyName("sigmoid"), pirName("pd_op.sigmoid"), pirName("pd_op.sigmoid_", true)},
+               .inputs = xIn(), .outputs = out0(), .traits = kPointwise, .rule = ruleUnary, .cost = {4, "Out"},
+               .grad = "sigmoid_grad"});
+  d.push_back({.name = "sigmoid_grad", .spellings = {legacyName("sigmoid_grad"), pirName("pd_op.sigmoid_grad")},
+               .inputs = {{"Out", {}, 0, true}, {"Out@GRAD", {}, 1, true}}, .outputs = dxOut(), .traits = trait::Grad,
+               .rule = ruleGradOfOut, .cost = {3, "X@GRAD"}});
+  std::vector<AttrDef> hardsigmoid_attrs = {{"slope", AttrKind::Float}, {"offset", AttrKind::Float}};
+  d.push_back({.name = "hardsigmoid", .spellings = {legacyName("hard_sigmoid"), pirName("pd_op.hardsigmoid")}, .inputs = xIn(),
+               .outputs = out0(), .attrs = hardsigmoid_attrs, .traits = kPointwise, .rule = ruleUnary, .cost = {4, "Out"},
+               .grad = "hardsigmoid_grad"});
+  d.push_back({.name = "hardsigmoid_grad", .spellings = {legacyName("hard_sigmoid_grad"), pirName("pd_op.hardsigmoid_grad")},
+               .inputs = {{"Out", {}, 0, true}, {"Out@GRAD", {}, 1, true}}, .outputs = dxOut(), .attrs = hardsigmoid_attrs,
+               .traits = trait::Grad, .rule = ruleGradOfOut, .cost = {3, "X@GRAD"}});
+  std::vector<AttrDef> hardswish_attrs = {{"threshold", AttrKind::Float}, {"scale", AttrKind::Float}, {"offset", AttrKind::Float}};
+  d.push_back({.name = "hardswish", .spellings = {legacyName("hard_swish"), pirName("pd_op.hardswish")}, .inputs = xIn(),
+               .outputs = out0(), .attrs = hardswish_attrs, .traits = kPointwise, .rule = ruleHardswish, .cost = {5, "Out"},
+               .grad = "hardswish_grad"});
+  d.push_back({.name = "hardswish_grad", .spellings = {legacyName("hard_swish_grad"), pirName("pd_op.hardswish_grad")},
+               .inputs = {{"X", {}, 0, true}, {"Out@GRAD", {}, 1, true}}, .outputs = dxOut(), .attrs = hardswish_attrs,
+               .traits = trait::Grad, .rule = ruleHardswishGrad, .cost = {5, "X@GRAD"}});
   d.push_back({.name = "softmax", .spellings = {legacyName("softmax"), pirName("pd_op.softmax")}, .inputs = xIn(),
                .outputs = out0(), .attrs = {{"axis", AttrKind::Int}}, .traits = kPure, .rule = ruleSoftmax, .cost = {5, "Out"},
                .grad = "softmax_grad"});

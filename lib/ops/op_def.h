@@ -29,7 +29,8 @@ namespace spopt {
 
 // How an attribute's JSON value must read (the kernels' leniency: ir/json_text.h).
 // DType: a Paddle dtype code (5 = float32, 22 = bfloat16) or a name ("bfloat16", PIR's DataType).
-enum class AttrKind : uint8_t { Int, Float, Bool, String, Ints, DType };
+// Numbers: a list of numbers (nearest_interp's scale).
+enum class AttrKind : uint8_t { Int, Float, Bool, String, Ints, DType, Numbers };
 bool attrReadsAs(std::string_view raw, AttrKind kind);
 const char* attrKindName(AttrKind k);  // "an integer", ...
 
@@ -112,6 +113,10 @@ struct AttrDef {
 struct OpRuleError {
   std::string where;
   std::string message;
+  // When a result's dims are what broke the rule: that var and the dims the rule wants for it
+  // (what sizing a program's dynamic dims follows, analysis/dynamic_dims.h).
+  const Var* result = nullptr;
+  std::vector<int64_t> wanted = {};
 };
 
 using OpRuleFn = std::optional<OpRuleError> (*)(const OpView&);

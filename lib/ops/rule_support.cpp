@@ -12,7 +12,10 @@ bool known(const Var* v) {
 }
 
 Result fail(const OpView& op, std::string where, const std::string& message) {
-  return OpRuleError{std::move(where), std::string(op.type) + ": " + message};
+  OpRuleError e;
+  e.where = std::move(where);
+  e.message = std::string(op.type) + ": " + message;
+  return e;
 }
 
 std::optional<int64_t> intAttr(const OpView& op, std::string_view key, int64_t def) {
@@ -31,8 +34,13 @@ std::optional<ShapeDims> intsAttr(const OpView& op, std::string_view key, ShapeD
 Result requireDims(const OpView& op, std::string_view dir, std::string_view slot, const Var* v, const ShapeDims& want,
                    std::string_view why) {
   if (!known(v) || v->shape == want) return std::nullopt;
-  return fail(op, std::string(dir) + "/" + std::string(slot) + "/0",
-              std::string(slot) + " " + dimsText(v->shape) + " should be " + dimsText(want) + " (" + std::string(why) + ")");
+  Result e = fail(op, std::string(dir) + "/" + std::string(slot) + "/0",
+                  std::string(slot) + " " + dimsText(v->shape) + " should be " + dimsText(want) + " (" + std::string(why) + ")");
+  if (dir == "/outputs") {
+    e->result = v;
+    e->wanted = want;
+  }
+  return e;
 }
 
 Result requireSameStorage(const OpView& op, std::string_view dir, std::string_view a_slot, const Var* a,

@@ -67,5 +67,6 @@ void addVisionOps(std::vector<OpDef>& defs);
 void addAmpOps(std::vector<OpDef>& defs);
 void addLlamaOps(std::vector<OpDef>& defs);
 void addIndexOps(std::vector<OpDef>& defs);
+void addUpsampleOps(std::vector<OpDef>& defs);
 
 }  // namespace spopt::ops

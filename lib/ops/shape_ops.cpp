@@ -1,6 +1,7 @@
 // Reshape, transpose, split and concat, and PIR's vector ops: definitions and their rules.
 #include "analysis/split_sections.h"
 #include "ops/rule_support.h"
+#include "ops/vector_parts.h"
 
 namespace spopt::ops {
 namespace {
@@ -134,8 +135,30 @@ Result ruleVectorSlice(const OpView& op) {
   return std::nullopt;
 }
 
+// PIR's concat reads X as one vector: where builtin.combine says its parts' shapes and they agree
+// off the axis (else replay's kernel reports them), Out is them joined along it.
+Result ruleConcatVector(const OpView& op) {
+  const Var *x = op.in("X"), *y = op.out("Out");
+  auto parts = x ? vectorPartShapes(*x) : std::nullopt;
+  if (!parts || parts->empty() || !known(y)) return std::nullopt;
+  ShapeDims joined = parts->front();
+  auto axis_attr = intAttr(op, "axis", 0);  // PIR's pd_op.full writes the axis as 1.0
+  if (!axis_attr) return std::nullopt;
+  int64_t axis = normAxis(*axis_attr, joined.size());
+  if (axis < 0 || axis >= int64_t(joined.size())) return std::nullopt;
+  joined[size_t(axis)] = 0;
+  for (const auto& part : *parts) {
+    if (part.size() != joined.size()) return std::nullopt;
+    for (size_t d = 0; d < part.size(); ++d) {
+      if (part[d] < 0 || (int64_t(d) != axis && part[d] != joined[d])) return std::nullopt;
+    }
+    joined[size_t(axis)] += part[size_t(axis)];
+  }
+  return requireDims(op, "/outputs", "Out", y, joined, "X joined along axis");
+}
+
 Result ruleConcat(const OpView& op) {
-  if (op.dialect() == Dialect::Pir) return std::nullopt;  // X is one vector (builtin.combine): replay checks its parts
+  if (op.dialect() == Dialect::Pir) return ruleConcatVector(op);
   const Slot* xs = op.input("X");
   const Var* y = op.out("Out");
   std::string t(op.type);

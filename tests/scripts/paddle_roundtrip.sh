@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Paddle files through import / export (docs/paddle.md):
 #  - every real ProgramDesc binary: import, validate, export -> the same bytes, replay;
+#  - the real PP-OCRv5 PIR inference program: import, validate, analyze, replay (finite map);
 #  - generated jobs (with dist attrs, fetch lists, rings): export pdmodel -> import -> the same JSON;
 #  - the 4-rank ResNet job from its 8 text files: rings assembled, valid, and pdmodel -> import gives
 #    the same job; the GPT rank imports and validate names the var its dump uses but never declares.
@@ -19,6 +20,16 @@ for f in lite_simple_model.pdmodel handwriting_mlp__model__ lite_mobilenet_v1__m
   # Inference programs replay too (batch -1 taken as 1), MobileNet's depthwise_conv2d included.
   "$SPOPT" replay "$tmp/$f.json" >/dev/null 2>"$tmp/replay.err" || { echo "FAIL $f: replay: $(head -c 300 "$tmp/replay.err")"; fail=1; }
 done
+# PP-OCRv5's detection program (PIR JSON, testdata/pir/real): its sigmoid / hardsigmoid / hardswish,
+# nearest_interp and conv2d_transpose replay. Batch and image plane are dynamic (-1): at
+# --dynamic-dim 32 the strided convolutions, upsamplings and concat size the plane
+# (analysis/dynamic_dims.h), and the fetched probability map is [32,1,32,32] and finite.
+ocr=$SRC/testdata/pir/real/ppocrv5_mobile_det_inference.json
+"$SPOPT" import "$ocr" -o "$tmp/ocr.json" && "$SPOPT" validate "$tmp/ocr.json" >/dev/null \
+  && "$SPOPT" analyze "$tmp/ocr.json" --allow-forward-only --dynamic-dim 32 >/dev/null 2>&1 \
+  && "$SPOPT" replay "$tmp/ocr.json" --dynamic-dim 32 >"$tmp/ocr.out" 2>"$tmp/ocr.err" \
+  && grep -E '^  v683 +float32 \[32,1,32,32\] +checksum [0-9a-f]+ +min [0-9.e+-]+ +max [0-9.e+-]+ +mean [0-9.e+-]+$' "$tmp/ocr.out" >/dev/null \
+  || { echo "FAIL ppocrv5: import / validate / analyze / replay: $(grep -v "^note: " "$tmp/ocr.err" | head -c 300)"; fail=1; }
 for spec in "mlp --tp 2 --layers 2" "gpt --tp 2 --dp 2 --sequence-parallel" "mlp --tp 4 --dialect current --dtype bfloat16"; do
   rm -rf "$tmp/gen"
   "$SPOPT" gen $spec -o "$tmp/gen.json" >/dev/null && "$SPOPT" export "$tmp/gen.json" --to pdmodel -o "$tmp/gen" >/dev/null || { echo "FAIL gen $spec: export"; fail=1; continue; }

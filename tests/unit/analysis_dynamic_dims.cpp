@@ -1,6 +1,7 @@
 // sizeDynamicDims: Paddle's -1 (the batch) takes one size, and the vars whose -1 stands for more
-// than the batch (a flattened [-1, 512], layer_norm's [-512] statistics, a split batch) are sized
-// so that their ops' rules hold, as replay needs. keptToEnd: the loss is kept.
+// than the batch (a flattened [-1, 512], layer_norm's [-512] statistics, a split batch, a
+// strided convolution's or an upsampling's plane) are sized so that their ops' rules hold, as
+// replay needs. keptToEnd: the loss is kept.
 #include <catch2/catch.hpp>
 
 #include "analysis/dynamic_dims.h"
@@ -47,6 +48,29 @@ TEST_CASE("dynamic dims take the size, times what Paddle recorded or the ops' ru
   CHECK(shape("flat@GRAD") == std::vector<int64_t>{2048});  // a gradient has its input's shape
   CHECK(shape("mean") == std::vector<int64_t>{2048});  // Paddle's -512: 512 x the batch
   CHECK(shape("h0") == std::vector<int64_t>{2, 4});  // half of the split batch
+}
+
+TEST_CASE("a dynamic image plane follows the convolutions' and upsamplings' rules", "[analysis]") {
+  // PP-OCRv5's shape of program: [-1, C, -1, -1] everywhere, the plane halved by a stride-2
+  // convolution, doubled by nearest_interp's scale and by a stride-2 conv2d_transpose.
+  std::string text = R"({"format":"sp-opt.program","version":1,"world_size":1,"process_groups":[],"programs":[{"rank":0,
+    "blocks":[{"idx":0,"parent_idx":-1,"vars":[
+      {"name":"x","shape":[-1,2,-1,-1],"dtype":"float32"},{"name":"w","shape":[4,2,3,3],"dtype":"float32","persistable":true},
+      {"name":"c","shape":[-1,4,-1,-1],"dtype":"float32"},{"name":"u","shape":[-1,4,-1,-1],"dtype":"float32"},
+      {"name":"wt","shape":[4,1,2,2],"dtype":"float32","persistable":true},{"name":"t","shape":[-1,1,-1,-1],"dtype":"float32"}],
+    "ops":[
+      {"type":"conv2d","inputs":{"Input":["x"],"Filter":["w"]},"outputs":{"Output":["c"]},
+       "attrs":{"strides":[2,2],"paddings":[1,1],"dilations":[1,1],"groups":1}},
+      {"type":"nearest_interp_v2","inputs":{"X":["c"]},"outputs":{"Out":["u"]},
+       "attrs":{"scale":[2.0,2.0],"out_h":-1,"out_w":-1,"interp_method":"nearest","align_corners":false}},
+      {"type":"conv2d_transpose","inputs":{"Input":["u"],"Filter":["wt"]},"outputs":{"Output":["t"]},
+       "attrs":{"strides":[2,2],"paddings":[0,0],"dilations":[1,1],"groups":1}}]}]}]})";
+  auto job = loadJobFromText(text, "t.json");
+  CHECK(sizeDynamicDims(*job, 8) == 4);
+  const Block& b = *job->programs[0]->blocks[0];
+  CHECK(b.lookup("c")->shape == std::vector<int64_t>{8, 4, 4, 4});
+  CHECK(b.lookup("u")->shape == std::vector<int64_t>{8, 4, 8, 8});
+  CHECK(b.lookup("t")->shape == std::vector<int64_t>{8, 1, 16, 16});
 }
 
 TEST_CASE("the loss (an op_role Loss result) is kept to the end like a fetched var", "[analysis]") {

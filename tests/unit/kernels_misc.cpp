@@ -102,6 +102,9 @@ TEST_CASE("the registry covers every compute and scheduling op of ops.md", "[ker
       "rms_norm", "rms_norm_grad", "silu", "silu_grad", "swiglu", "swiglu_grad", "fused_rotary_position_embedding",
       "fused_rotary_position_embedding_grad", "tril_triu", "where", "where_grad", "fill_any_like", "squeeze2", "squeeze2_grad",
       "slice", "slice_grad", "stack", "stack_grad", "expand_v2", "expand_v2_grad", "gather_nd", "gather_nd_grad",
+      // PP-OCRv5's detection program (kernels_activation_gates.cpp, kernels_upsample.cpp)
+      "sigmoid", "sigmoid_grad", "hard_sigmoid", "hard_sigmoid_grad", "hard_swish", "hard_swish_grad", "nearest_interp_v2",
+      "nearest_interp_v2_grad", "conv2d_transpose", "conv2d_transpose_grad",
       // and, from the catalogue, ops only PIR spells, and fetch
       "fetch", "pd_op.split_with_num", "builtin.slice", "pd_op.full_int_array", "builtin.combine", "builtin.split", "pd_op.tril",
       "pd_op.triu"};

@@ -1,4 +1,5 @@
-// Pointwise activations (gelu, relu, scale) and softmax, with their gradients.
+// Pointwise activations (gelu, relu, sigmoid, hardsigmoid, hardswish, scale) and softmax, with
+// their gradients.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -97,6 +98,91 @@ void relu(KernelContext& c) {
 // Paddle's relu_grad reads Out: dX = dOut where Out > 0.
 void reluGrad(KernelContext& c) {
   pointwiseGrad(c, "Out", [](auto out, auto g) { return out > decltype(out)(0) ? g : decltype(g)(0); });
+}
+
+// Out[i] = f(X[i]) for a float X: the loop per dtype, so each vectorises on its own.
+template <typename F> void mapUnary(KernelContext& c, F f) {
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  auto [x_slot, out_slot] = unary(c, "X", "Out");
+  const Tensor* x = x_slot;
+  Tensor* out = out_slot;
+  dispatchFloat(c, "X", *x, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x->data<T>();
+    T* o = out->data<T>();
+    for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = f(xp[i]);
+  });
+}
+
+// sigmoid = 1 / (1 + e^-x): fastExp for float32 (as gelu), libm for float64.
+void sigmoidKernel(KernelContext& c) {
+  mapUnary(c, [](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float>) return sigmoid(v);
+    else return T(1) / (T(1) + std::exp(-v));
+  });
+}
+// Paddle's sigmoid_grad reads Out: dX = dOut * Out * (1 - Out).
+void sigmoidGrad(KernelContext& c) {
+  pointwiseGrad(c, "Out", [](auto out, auto g) { return g * out * (decltype(out)(1) - out); });
+}
+
+// The comparisons are written so that a NaN falls through both and stays NaN (Eigen's
+// cwiseMax / cwiseMin in Paddle keep it too); as selects, the loops vectorise.
+template <typename T> inline T clampTo(T v, T lo, T hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+// hardsigmoid = clamp(slope * x + offset, 0, 1); Paddle's defaults slope 0.2, offset 0.5.
+struct HardSigmoid {
+  double slope, offset;
+  explicit HardSigmoid(const KernelContext& c) : slope(floatAttr(c, "slope", 0.2)), offset(floatAttr(c, "offset", 0.5)) {}
+};
+void hardsigmoid(KernelContext& c) {
+  HardSigmoid a(c);
+  mapUnary(c, [a](auto v) {
+    using T = decltype(v);
+    return clampTo(T(a.slope) * v + T(a.offset), T(0), T(1));
+  });
+}
+// Reads Out (Paddle's kDepOut): dX = dOut * slope where 0 < Out < 1, else 0.
+void hardsigmoidGrad(KernelContext& c) {
+  HardSigmoid a(c);
+  pointwiseGrad(c, "Out", [a](auto out, auto g) {
+    using T = decltype(out);
+    // The window as a 0 / 1 factor: the && or nested selects kept the loop scalar.
+    const T inside = T(out > T(0)) * T(out < T(1));
+    return g * (inside * T(a.slope));
+  });
+}
+
+// hardswish = x * clamp(x + offset, 0, threshold) / scale; legacy hard_swish's attributes,
+// Paddle's fixed 6 / 6 / 3 where absent (PIR's op has none).
+struct HardSwish {
+  double threshold, scale, offset;
+  explicit HardSwish(const KernelContext& c)
+      : threshold(floatAttr(c, "threshold", 6.0)), scale(floatAttr(c, "scale", 6.0)), offset(floatAttr(c, "offset", 3.0)) {
+    if (scale == 0) kernelFail(c, "scale 0 would divide by zero");
+  }
+};
+void hardswish(KernelContext& c) {
+  HardSwish a(c);
+  mapUnary(c, [a](auto v) {
+    using T = decltype(v);
+    return clampTo(v + T(a.offset), T(0), T(a.threshold)) * v / T(a.scale);
+  });
+}
+// dX = dOut * ((2x + offset) / scale inside the ramp, 0 below it, 1 above it) as Paddle's functor.
+void hardswishGrad(KernelContext& c) {
+  HardSwish a(c);
+  pointwiseGrad(c, "X", [a](auto x, auto g) {
+    using T = decltype(x);
+    // The quotient taken everywhere and then selected: a division under a branch kept the loop scalar.
+    const T shifted = x + T(a.offset), slope = (T(2) * x + T(a.offset)) / T(a.scale);
+    const T ramp = shifted > T(0) ? slope : T(0);
+    return g * (shifted < T(a.threshold) ? ramp : T(1));
+  });
 }
 
 // scale: Out = scale * X + bias, or scale * (X + bias) when bias_after_scale is false. A ScaleTensor
@@ -203,6 +289,12 @@ void registerActivationKernels(KernelTable& t) {
   t.add("relu", relu);
   t.add("relu_grad", reluGrad);
   t.add("scale", scale);
+  t.add("sigmoid", sigmoidKernel);
+  t.add("sigmoid_grad", sigmoidGrad);
+  t.add("hardsigmoid", hardsigmoid);
+  t.add("hardsigmoid_grad", hardsigmoidGrad);
+  t.add("hardswish", hardswish);
+  t.add("hardswish_grad", hardswishGrad);
   t.add("softmax", softmax);
   t.add("softmax_grad", softmaxGrad);
 }

@@ -1,7 +1,6 @@
-// conv2d and pool2d (+ grads), NCHW. conv2d is im2col + GEMM per image and group (OpenBLAS); a
-// 1x1 convolution with stride 1 and no padding multiplies the image itself. The window (padding
-// algorithm, dilations, ceil_mode, global and adaptive pooling) is ops/conv_geometry.h's, shared
-// with the verifier's rules. Max pooling 3x3 / 2 (ResNet's stem) on float32 takes
+// conv2d and pool2d (+ grads), NCHW. conv2d is conv_gemm.h's im2col + GEMM per image and group
+// (OpenBLAS). The window (padding algorithm, dilations, ceil_mode, global and adaptive pooling)
+// is ops/conv_geometry.h's, shared with the verifier's rules. Max pooling 3x3 / 2 (ResNet's stem) on float32 takes
 // pool_3x3s2.cpp's loops forward, with the same bits.
 #include <algorithm>
 #include <cstring>
@@ -11,8 +10,7 @@
 #include <vector>
 
 #include "ops/conv_geometry.h"
-#include "runtime/buffer_pool.h"
-#include "runtime/kernels/blas.h"
+#include "runtime/kernels/conv_gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/pool_3x3s2.h"
 #include "runtime/kernels/registry.h"
@@ -44,16 +42,6 @@ Window2d window(const KernelContext& c, const Tensor& x, bool is_pool, std::vect
 
 // ---- conv2d ----
 
-struct ConvShape {
-  int64_t n, cin, h, w;      // Input
-  int64_t cout, groups;      // Filter [cout, cin / groups, kh, kw]
-  int64_t kh, kw, oh, ow;
-  int64_t cg() const { return cin / groups; }
-  int64_t mg() const { return cout / groups; }
-  int64_t k() const { return cg() * kh * kw; }  // GEMM depth
-  int64_t plane() const { return oh * ow; }
-};
-
 ConvShape convShape(const KernelContext& c, const Tensor& x, const Tensor& f, Window2d& win) {
   requireNchw(c, x, "Input");
   if (f.shape().size() != 4) kernelFail(c, "Filter " + shapeStr(f.shape()) + " should be 4-D");
@@ -67,59 +55,6 @@ ConvShape convShape(const KernelContext& c, const Tensor& x, const Tensor& f, Wi
   return {xs[0], xs[1], xs[2], xs[3], fs[0], groups, fs[2], fs[3], win.h.out, win.w.out};
 }
 
-// The im2col buffer (k x plane), from the buffer pool: a ResNet conv's is megabytes, and fresh
-// pages for it on every call cost more than the im2col itself.
-template <typename T> std::shared_ptr<std::byte> colBuffer(const ConvShape& s, bool direct) {
-  return direct ? nullptr : allocateBuffer(size_t(s.k() * s.plane()) * sizeof(T), false);
-}
-
-bool isPointwise(const ConvShape& s, const Window2d& w) {
-  return s.kh == 1 && s.kw == 1 && w.h.stride == 1 && w.w.stride == 1 && w.h.pad_before == 0 && w.w.pad_before == 0 &&
-         s.oh == s.h && s.ow == s.w;
-}
-
-// col[(ci * kh + i) * kw + j][oy * ow + ox] = x[ci][oy * sh - ph + i * dh][ox * sw - pw + j * dw], 0 in the padding.
-template <typename T> void im2col(const T* x, const ConvShape& s, const Window2d& w, T* col) {
-  for (int64_t ci = 0; ci < s.cg(); ++ci)
-    for (int64_t i = 0; i < s.kh; ++i)
-      for (int64_t j = 0; j < s.kw; ++j) {
-        T* row = col + ((ci * s.kh + i) * s.kw + j) * s.plane();
-        for (int64_t oy = 0; oy < s.oh; ++oy) {
-          int64_t iy = oy * w.h.stride - w.h.pad_before + i * w.h.dilation;
-          T* out = row + oy * s.ow;
-          if (iy < 0 || iy >= s.h) {
-            std::fill(out, out + s.ow, T(0));
-            continue;
-          }
-          const T* in = x + (ci * s.h + iy) * s.w;
-          for (int64_t ox = 0; ox < s.ow; ++ox) {
-            int64_t ix = ox * w.w.stride - w.w.pad_before + j * w.w.dilation;
-            out[ox] = ix >= 0 && ix < s.w ? in[ix] : T(0);
-          }
-        }
-      }
-}
-
-// The adjoint of im2col: dx[...] += col[...] (dx zeroed by the caller).
-template <typename T> void col2im(const T* col, const ConvShape& s, const Window2d& w, T* dx) {
-  for (int64_t ci = 0; ci < s.cg(); ++ci)
-    for (int64_t i = 0; i < s.kh; ++i)
-      for (int64_t j = 0; j < s.kw; ++j) {
-        const T* row = col + ((ci * s.kh + i) * s.kw + j) * s.plane();
-        for (int64_t oy = 0; oy < s.oh; ++oy) {
-          int64_t iy = oy * w.h.stride - w.h.pad_before + i * w.h.dilation;
-          if (iy < 0 || iy >= s.h) continue;
-          T* out = dx + (ci * s.h + iy) * s.w;
-          const T* in = row + oy * s.ow;
-          for (int64_t ox = 0; ox < s.ow; ++ox) {
-            int64_t ix = ox * w.w.stride - w.w.pad_before + j * w.w.dilation;
-            if (ix >= 0 && ix < s.w) out[ix] += in[ox];
-          }
-        }
-      }
-}
-
-// Output[n, g] = Filter[g] (mg x k) . col(Input[n, g]) (k x plane).
 void conv2d(KernelContext& c) {
   const Tensor& x = requireInput(c, "Input");
   const Tensor& f = requireInput(c, "Filter");
@@ -128,27 +63,12 @@ void conv2d(KernelContext& c) {
   ConvShape s = convShape(c, x, f, w);
   requireSameStorage(c, "Output", y, "Input", x);
   requireShape(c, "Output", y, {s.n, s.cout, s.oh, s.ow}, "the convolution of Input and Filter");
-  bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
-    auto col_buf = colBuffer<T>(s, direct);
-    T* col = reinterpret_cast<T*>(col_buf.get());
-    for (int64_t n = 0; n < s.n; ++n)
-      for (int64_t g = 0; g < s.groups; ++g) {
-        const T* xg = x.data<T>() + (n * s.cin + g * s.cg()) * s.h * s.w;
-        const T* b = xg;
-        if (!direct) {
-          im2col(xg, s, w, col);
-          b = col;
-        }
-        T* yg = y.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
-        blasGemm(false, false, s.mg(), s.plane(), s.k(), f.data<T>() + g * s.mg() * s.k(), s.k(), b, s.plane(), T(0), yg, s.plane());
-      }
+    convForward(s, w, x.data<T>(), f.data<T>(), y.data<T>());
   });
 }
 
-// Filter@GRAD[g] = sum over n of Output@GRAD[n, g] . col(Input[n, g])^T;
-// Input@GRAD[n, g] = col2im(Filter[g]^T . Output@GRAD[n, g]).
 void conv2dGrad(KernelContext& c) {
   const Tensor& x = requireInput(c, "Input");
   const Tensor& f = requireInput(c, "Filter");
@@ -167,31 +87,10 @@ void conv2dGrad(KernelContext& c) {
     requireSameStorage(c, "Filter@GRAD", *df, "Filter", f);
     requireShape(c, "Filter@GRAD", *df, f.shape(), "Filter's shape");
   }
-  bool direct = isPointwise(s, w);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
-    auto col_buf = colBuffer<T>(s, direct);
-    T* col = reinterpret_cast<T*>(col_buf.get());
-    if (dx) std::fill(dx->data<T>(), dx->data<T>() + dx->numel(), T(0));
-    for (int64_t n = 0; n < s.n; ++n)
-      for (int64_t g = 0; g < s.groups; ++g) {
-        const T* dyg = dy.data<T>() + (n * s.cout + g * s.mg()) * s.plane();
-        int64_t x_off = (n * s.cin + g * s.cg()) * s.h * s.w;
-        if (df) {
-          const T* b = x.data<T>() + x_off;
-          if (!direct) {
-            im2col(b, s, w, col);
-            b = col;
-          }
-          blasGemm(false, true, s.mg(), s.k(), s.plane(), dyg, s.plane(), b, s.plane(), T(n ? 1 : 0), df->data<T>() + g * s.mg() * s.k(),
-                   s.k());
-        }
-        if (dx) {
-          T* dst = direct ? dx->data<T>() + x_off : col;
-          blasGemm(true, false, s.k(), s.plane(), s.mg(), f.data<T>() + g * s.mg() * s.k(), s.k(), dyg, s.plane(), T(0), dst, s.plane());
-          if (!direct) col2im(col, s, w, dx->data<T>() + x_off);
-        }
-      }
+    if (df) convFilterGrad(s, w, x.data<T>(), dy.data<T>(), df->data<T>());
+    if (dx) convInputGrad(s, w, f.data<T>(), dy.data<T>(), dx->data<T>());
   });
 }
 

@@ -69,6 +69,13 @@ std::vector<int64_t> intsAttr(const KernelContext& c, std::string_view key, std:
   kernelFail(c, "attribute " + std::string(key) + " is not a list of integers: " + std::string(*raw));
 }
 
+std::vector<double> numbersAttr(const KernelContext& c, std::string_view key) {
+  const std::string_view* raw = c.op.attrs.find(key);
+  if (!raw) return {};
+  if (auto v = rawToNumberArray(*raw)) return *v;
+  kernelFail(c, "attribute " + std::string(key) + " is not a list of numbers: " + std::string(*raw));
+}
+
 std::string shapeStr(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

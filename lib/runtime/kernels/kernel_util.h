@@ -30,6 +30,7 @@ std::string stringAttr(const KernelContext& c, std::string_view key, std::string
 // The attribute's text when it is a JSON string, else nullopt (for attrs that may be int or name).
 std::optional<std::string> stringAttrIfString(const KernelContext& c, std::string_view key);
 std::vector<int64_t> intsAttr(const KernelContext& c, std::string_view key, std::vector<int64_t> def);
+std::vector<double> numbersAttr(const KernelContext& c, std::string_view key);  // absent: empty
 
 std::string shapeStr(const std::vector<int64_t>& shape);  // "[4,3]"
 int64_t product(const std::vector<int64_t>& dims, size_t begin = 0, size_t end = SIZE_MAX);

@@ -26,6 +26,8 @@ static const KernelTable& table() {
     registerLlamaKernels(k);
     registerIndexKernels(k);
     registerSliceKernels(k);
+    registerConvTransposeKernels(k);
+    registerInterpKernels(k);
     return k;
   }();
   return t;

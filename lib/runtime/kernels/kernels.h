@@ -4,8 +4,9 @@
 // the executor has already allocated with each output var's declared dtype and shape.
 //
 // Families: matmul.cpp (cblas), elementwise.cpp (+ broadcast.h), activation.cpp (gelu, relu,
-// scale, softmax), norm.cpp, shape.cpp (+ permute.h), reduce.cpp, dropout.cpp, misc.cpp, conv.cpp
-// (conv2d, pool2d), batch_norm.cpp, train_vision.cpp (mul, top_k_v2, accuracy, momentum),
+// sigmoid, hardsigmoid, hardswish, scale, softmax), norm.cpp, shape.cpp (+ permute.h), reduce.cpp,
+// dropout.cpp, misc.cpp, conv.cpp (conv2d, pool2d; conv_gemm.h), conv_transpose.cpp, interp.cpp
+// (nearest_interp), batch_norm.cpp, train_vision.cpp (mul, top_k_v2, accuracy, momentum),
 // train_language.cpp (embedding, cross-entropy, adam, adamw), vocab_parallel.cpp (c_embedding,
 // c_softmax_with_cross_entropy), amp.cpp (cast, loss scaling, clipping), llama.cpp (rms_norm,
 // silu, swiglu, rotary embedding), index.cpp (tril/triu, where, full_like, gather_nd), slice.cpp

@@ -36,5 +36,7 @@ void registerAmpKernels(KernelTable& t);            // cast, loss scaling, norms
 void registerLlamaKernels(KernelTable& t);          // rms_norm, silu, swiglu, rotary embedding
 void registerIndexKernels(KernelTable& t);          // tril/triu, where, full_like, gather_nd
 void registerSliceKernels(KernelTable& t);          // squeeze, slice, stack, expand
+void registerConvTransposeKernels(KernelTable& t);  // conv2d_transpose
+void registerInterpKernels(KernelTable& t);         // nearest_interp
 
 }  // namespace spopt::rt
