@@ -80,7 +80,21 @@ bool pairable(const CollectiveSig& x, const CollectiveSig& y) {
 
 }  // namespace
 
-HappensBefore::HappensBefore(const Job& job, OpFactsCache* given) : job_(job) {
+HappensBefore::HappensBefore(const Job& job, OpFactsCache* given, Arrays* reuse) : job_(job) {
+  recycling_ = reuse != nullptr;
+  if (reuse) {
+    auto take = [](auto& mine, auto& lent) {
+      mine = std::move(lent);
+      mine.clear();
+    };
+    take(nodes_, reuse->nodes);
+    take(edges_, reuse->edges);
+    take(offsets_, reuse->offsets);
+    take(succ_, reuse->succ);
+    take(in_degree_, reuse->in_degree);
+    take(group_of_, reuse->group_of);
+    take(succ_kind_, reuse->succ_kind);
+  }
   OpFactsCache own;
   OpFactsCache& facts = given ? *given : own;
   size_t total = 0;
@@ -299,7 +313,18 @@ void HappensBefore::buildCsr() {
     succ_kind_[fill[e.from]++] = e.kind;
   }
   edges_.clear();
-  edges_.shrink_to_fit();
+  if (!recycling_) edges_.shrink_to_fit();  // else kept for releaseArrays
+}
+
+HappensBefore::Arrays HappensBefore::releaseArrays() {
+  Arrays a{std::move(nodes_), std::move(edges_), std::move(offsets_), std::move(succ_), std::move(in_degree_), std::move(group_of_),
+           std::move(succ_kind_)};
+  for (auto* v : {&a.offsets, &a.succ, &a.in_degree, &a.group_of}) v->clear();
+  a.nodes.clear();
+  a.edges.clear();
+  a.succ_kind.clear();
+  nodes_.clear(), offsets_.clear(), succ_.clear(), in_degree_.clear(), succ_kind_.clear();
+  return a;
 }
 
 std::string HappensBefore::describe(uint32_t node) const {

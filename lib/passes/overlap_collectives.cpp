@@ -56,7 +56,8 @@ class OverlapCollectives final : public Pass {
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     RingOrder ring_before(job);
     OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
-    StepTimeline sim_before = simulate(job, facts);
+    SimArrays sim_arrays;       // the second simulation reuses the first's memory
+    StepTimeline sim_before = simulate(job, facts, sim_arrays);
     bool changed = false;
     struct Placed {
       std::vector<Op*> original, now;
@@ -134,7 +135,8 @@ class OverlapCollectives final : public Pass {
       input_pos.emplace_back(p.get(), std::move(pos));
     }
 
-    Refusal revert = checkRingOrders(job, ring_before);
+    // Unchanged orders (no program had a collective to schedule) are the input's, already verified.
+    Refusal revert = input_pos.empty() ? Refusal{} : checkRingOrders(job, ring_before);
     // Streams first: the simulation after the pass must see the comm streams.
     size_t moved = 0, events = 0;
     for (size_t pos = 0; pos < placed.size(); ++pos) {
@@ -145,9 +147,11 @@ class OverlapCollectives final : public Pass {
       moved += m, events += e;
     }
     StepTimeline sim_after;
-    if (revert.empty()) {
+    if (input_pos.empty()) {
+      sim_after = sim_before;  // no program had a collective to schedule: nothing was split, moved or put on a stream
+    } else if (revert.empty()) {
       try {
-        sim_after = simulateStep(job, facts, false);
+        sim_after = simulateStep(job, facts, false, &sim_arrays);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
@@ -155,7 +159,7 @@ class OverlapCollectives final : public Pass {
     if (!revert.empty()) {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
-      sim_after = simulate(job, facts);
+      sim_after = simulate(job, facts, sim_arrays);
     }
     for (auto& pl : placed)
       for (auto& x : pl) changed = changed || x.now != x.original;
@@ -175,9 +179,9 @@ class OverlapCollectives final : public Pass {
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
 
-  static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
+  static StepTimeline simulate(const Job& job, OpFactsCache& facts, SimArrays& arrays) {
     try {
-      return simulateStep(job, facts, false);  // the statistics read only the totals
+      return simulateStep(job, facts, false, &arrays);  // the statistics read only the totals
     } catch (const InputError&) {
       return {};
     }
