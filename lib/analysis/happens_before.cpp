@@ -101,9 +101,12 @@ HappensBefore::HappensBefore(const Job& job, OpFactsCache* given, Arrays* reuse)
   for (const auto& p : job.programs)
     for (const auto& b : p->blocks) total += b->ops.size();
   // Sized once: a node or edge list grown by doubling copies itself and faults in fresh pages.
-  nodes_.reserve(total);
-  edges_.reserve(total * 3);
-  group_of_.reserve(total);
+  // On lent arrays, room for a larger job too: the next build (a pass's simulation after its edit)
+  // then grows into them instead of moving; capacity never written costs no page.
+  const size_t room = recycling_ ? total + total / 2 : total;
+  nodes_.reserve(room);
+  edges_.reserve(room * 3);
+  group_of_.reserve(room);
   // (ring, k) -> instance: per ring, a flat list by k; the first member's signature beside it.
   absl::flat_hash_map<int64_t, std::vector<uint32_t>> instance_of;
   std::vector<CollectiveSig> first_sig;
@@ -298,6 +301,12 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
 }
 
 void HappensBefore::buildCsr() {
+  if (recycling_) {  // room for the next build, as in the constructor
+    offsets_.reserve(nodes_.capacity() + 1);
+    in_degree_.reserve(nodes_.capacity());
+    succ_.reserve(edges_.capacity());
+    succ_kind_.reserve(edges_.capacity());
+  }
   offsets_.assign(nodes_.size() + 1, 0);
   in_degree_.assign(nodes_.size(), 0);
   for (const RawEdge& e : edges_) {

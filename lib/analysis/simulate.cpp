@@ -57,6 +57,7 @@ class Simulator {
       for (const std::string& s : r.streams) rt.streams.push_back({s, {}});
       ranks_.push_back(std::move(rt));
     }
+    if (arrays_) nodes_.reserve(graph_.nodes().capacity());  // the graph's room for a larger job next
     nodes_.resize(graph_.nodes().size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const HbNode& g = graph_.nodes()[i];
