@@ -80,33 +80,16 @@ bool pairable(const CollectiveSig& x, const CollectiveSig& y) {
 
 }  // namespace
 
-HappensBefore::HappensBefore(const Job& job, OpFactsCache* given, Arrays* reuse) : job_(job) {
-  recycling_ = reuse != nullptr;
-  if (reuse) {
-    auto take = [](auto& mine, auto& lent) {
-      mine = std::move(lent);
-      mine.clear();
-    };
-    take(nodes_, reuse->nodes);
-    take(edges_, reuse->edges);
-    take(offsets_, reuse->offsets);
-    take(succ_, reuse->succ);
-    take(in_degree_, reuse->in_degree);
-    take(group_of_, reuse->group_of);
-    take(succ_kind_, reuse->succ_kind);
-  }
+HappensBefore::HappensBefore(const Job& job, OpFactsCache* given) : job_(job) {
   OpFactsCache own;
   OpFactsCache& facts = given ? *given : own;
   size_t total = 0;
   for (const auto& p : job.programs)
     for (const auto& b : p->blocks) total += b->ops.size();
   // Sized once: a node or edge list grown by doubling copies itself and faults in fresh pages.
-  // On lent arrays, room for a larger job too: the next build (a pass's simulation after its edit)
-  // then grows into them instead of moving; capacity never written costs no page.
-  const size_t room = recycling_ ? total + total / 2 : total;
-  nodes_.reserve(room);
-  edges_.reserve(room * 3);
-  group_of_.reserve(room);
+  nodes_.reserve(total);
+  edges_.reserve(total * 3);
+  group_of_.reserve(total);
   // (ring, k) -> instance: per ring, a flat list by k; the first member's signature beside it.
   absl::flat_hash_map<int64_t, std::vector<uint32_t>> instance_of;
   std::vector<CollectiveSig> first_sig;
@@ -301,12 +284,6 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
 }
 
 void HappensBefore::buildCsr() {
-  if (recycling_) {  // room for the next build, as in the constructor
-    offsets_.reserve(nodes_.capacity() + 1);
-    in_degree_.reserve(nodes_.capacity());
-    succ_.reserve(edges_.capacity());
-    succ_kind_.reserve(edges_.capacity());
-  }
   offsets_.assign(nodes_.size() + 1, 0);
   in_degree_.assign(nodes_.size(), 0);
   for (const RawEdge& e : edges_) {
@@ -322,18 +299,7 @@ void HappensBefore::buildCsr() {
     succ_kind_[fill[e.from]++] = e.kind;
   }
   edges_.clear();
-  if (!recycling_) edges_.shrink_to_fit();  // else kept for releaseArrays
-}
-
-HappensBefore::Arrays HappensBefore::releaseArrays() {
-  Arrays a{std::move(nodes_), std::move(edges_), std::move(offsets_), std::move(succ_), std::move(in_degree_), std::move(group_of_),
-           std::move(succ_kind_)};
-  for (auto* v : {&a.offsets, &a.succ, &a.in_degree, &a.group_of}) v->clear();
-  a.nodes.clear();
-  a.edges.clear();
-  a.succ_kind.clear();
-  nodes_.clear(), offsets_.clear(), succ_.clear(), in_degree_.clear(), succ_kind_.clear();
-  return a;
+  edges_.shrink_to_fit();
 }
 
 std::string HappensBefore::describe(uint32_t node) const {

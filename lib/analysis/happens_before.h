@@ -87,26 +87,9 @@ struct HbProgress {
 
 class HappensBefore {
  public:
-  struct RawEdge {
-    uint32_t from, to;
-    HbEdge kind;
-  };
-  // A graph's largest arrays, emptied, their capacity kept: a build handed the arrays of an earlier
-  // graph of about the same size (simulate.cpp keeps its last run's, per thread) writes into pages
-  // that one touched instead of faulting in fresh ones.
-  struct Arrays {
-    std::vector<HbNode> nodes;
-    std::vector<RawEdge> edges;
-    std::vector<uint32_t> offsets, succ, in_degree, group_of;
-    std::vector<HbEdge> succ_kind;
-  };
-
   // `facts`, when given, supplies each op's stream, events and collective role (a caller building
   // several graphs of one job reads each op's attributes once); else they are read here.
-  // `reuse`, when given, lends its arrays' memory (it is left empty).
-  explicit HappensBefore(const Job& job, OpFactsCache* facts = nullptr, Arrays* reuse = nullptr);
-  // This graph's arrays, for the next build; the graph is empty after.
-  Arrays releaseArrays();
+  explicit HappensBefore(const Job& job, OpFactsCache* facts = nullptr);
 
   const Job& job() const { return job_; }
   const std::vector<HbNode>& nodes() const { return nodes_; }
@@ -145,6 +128,10 @@ class HappensBefore {
   void pairPointToPoint(OpFactsCache& facts);
   void buildCsr();
 
+  struct RawEdge {
+    uint32_t from, to;
+    HbEdge kind;
+  };
   const Job& job_;
   std::vector<HbNode> nodes_;
   std::vector<CollectiveInstance> instances_;
@@ -152,7 +139,6 @@ class HappensBefore {
   std::vector<LostDependency> lost_;
   std::vector<UnmatchedCollective> unmatched_;
   std::vector<uint32_t> unmatched_p2p_;
-  bool recycling_ = false;          // built on lent arrays: keep the edge list's memory for the next build
   uint32_t group_first_ = kNoNode;  // while building: the first node of the open p2p group
   std::vector<uint32_t> group_of_;  // while building: by node, the first node of its p2p group
   struct CommNode {

@@ -24,29 +24,26 @@ namespace {
 
 constexpr uint32_t kNone = kNoNode;
 
-using Node = SimNode;
+// Timing of one node of the happens-before graph.
+struct Node {
+  uint32_t binding = kNone;  // the dependency that finished last (critical path)
+  double cost = 0, ready = 0, start = 0, end = 0;
+  Phase phase = Phase::Unknown;
+  bool is_comm = false;
+  // A send or receive: the bytes it moves (its cost's bandwidth term), and whether it sends.
+  double p2p_bytes = 0;
+  bool p2p_send = false;
+};
 
 class Simulator {
  public:
-  Simulator(const Job& job, OpFactsCache& facts, bool timelines, SimArrays* arrays)
-      : job_(job), model_(facts.model()), facts_(facts), timelines_(timelines), arrays_(arrays),
-        graph_(job, &facts, arrays ? &arrays->graph : nullptr) {
-    if (arrays_) {
-      nodes_ = std::move(arrays_->nodes);
-      nodes_.clear();
-    }
-  }
+  Simulator(const Job& job, OpFactsCache& facts, bool timelines)
+      : job_(job), model_(facts.model()), facts_(facts), timelines_(timelines), graph_(job, &facts) {}
 
   StepTimeline run() {
     build();
     schedule();
-    StepTimeline t = collect();
-    if (arrays_) {
-      arrays_->graph = graph_.releaseArrays();
-      nodes_.clear();
-      arrays_->nodes = std::move(nodes_);
-    }
-    return t;
+    return collect();
   }
 
  private:
@@ -57,7 +54,6 @@ class Simulator {
       for (const std::string& s : r.streams) rt.streams.push_back({s, {}});
       ranks_.push_back(std::move(rt));
     }
-    if (arrays_) nodes_.reserve(graph_.nodes().capacity());  // the graph's room for a larger job next
     nodes_.resize(graph_.nodes().size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const HbNode& g = graph_.nodes()[i];
@@ -206,7 +202,6 @@ class Simulator {
   const HardwareModel& model_;
   OpFactsCache& facts_;
   const bool timelines_;
-  SimArrays* arrays_;
   HappensBefore graph_;
   std::vector<Node> nodes_;  // by graph node
   std::vector<RankTimeline> ranks_;
@@ -215,9 +210,7 @@ class Simulator {
 
 }  // namespace
 
-StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines, SimArrays* arrays) {
-  return Simulator(job, facts, timelines, arrays).run();
-}
+StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines) { return Simulator(job, facts, timelines).run(); }
 
 StepTimeline simulateStep(const Job& job, const HardwareModel& model) {
   OpFactsCache facts(model);

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "analysis/cost_model.h"
-#include "analysis/happens_before.h"
 #include "analysis/op_facts.h"
 #include "ir/op_role.h"
 #include "ir/ir.h"
@@ -68,24 +67,6 @@ struct StepTimeline {
   const RankTimeline* slowest() const;
 };
 
-// Timing of one node of the happens-before graph (simulate.cpp's working state).
-struct SimNode {
-  uint32_t binding = kNoNode;  // the dependency that finished last (critical path)
-  double cost = 0, ready = 0, start = 0, end = 0;
-  Phase phase = Phase::Unknown;
-  bool is_comm = false;
-  // A send or receive: the bytes it moves (its cost's bandwidth term), and whether it sends.
-  double p2p_bytes = 0;
-  bool p2p_send = false;
-};
-// What one simulation leaves to the next: its graph's and its timing's arrays, emptied, their
-// memory kept. A caller that simulates one job twice (a pass, before and after its edit) keeps
-// one, so the second run writes into the pages the first touched instead of faulting in new ones.
-struct SimArrays {
-  HappensBefore::Arrays graph;
-  std::vector<SimNode> nodes;
-};
-
 // Throws InputError naming an op when the ranks can never all reach a collective (their issue
 // orders across rings form a cycle), or when a rank's collective has no partner.
 StepTimeline simulateStep(const Job& job, const HardwareModel& model);
@@ -93,7 +74,6 @@ StepTimeline simulateStep(const Job& job, const HardwareModel& model);
 // no stream intervals, no critical path. A pass that reads only the totals skips their building.
 // A caller that simulates one job more than once (a pass, before and after reordering it) keeps
 // one OpFactsCache (op_facts.h), so each op's attributes are read and costed once.
-// `arrays`, when given, lends its memory to the run and gets the run's back.
-StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines = true, SimArrays* arrays = nullptr);
+StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines = true);
 
 }  // namespace spopt

@@ -56,8 +56,7 @@ class OverlapCollectives final : public Pass {
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     RingOrder ring_before(job);
     OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
-    SimArrays sim_arrays;       // the second simulation reuses the first's memory
-    StepTimeline sim_before = simulate(job, facts, sim_arrays);
+    StepTimeline sim_before = simulate(job, facts);
     bool changed = false;
     struct Placed {
       std::vector<Op*> original, now;
@@ -151,7 +150,7 @@ class OverlapCollectives final : public Pass {
       sim_after = sim_before;  // no program had a collective to schedule: nothing was split, moved or put on a stream
     } else if (revert.empty()) {
       try {
-        sim_after = simulateStep(job, facts, false, &sim_arrays);
+        sim_after = simulateStep(job, facts, false);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
@@ -159,7 +158,7 @@ class OverlapCollectives final : public Pass {
     if (!revert.empty()) {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
-      sim_after = simulate(job, facts, sim_arrays);
+      sim_after = simulate(job, facts);
     }
     for (auto& pl : placed)
       for (auto& x : pl) changed = changed || x.now != x.original;
@@ -179,9 +178,9 @@ class OverlapCollectives final : public Pass {
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
 
-  static StepTimeline simulate(const Job& job, OpFactsCache& facts, SimArrays& arrays) {
+  static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
     try {
-      return simulateStep(job, facts, false, &arrays);  // the statistics read only the totals
+      return simulateStep(job, facts, false);  // the statistics read only the totals
     } catch (const InputError&) {
       return {};
     }
