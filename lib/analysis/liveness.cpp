@@ -4,6 +4,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <absl/functional/function_ref.h>
+
 #include "analysis/op_facts.h"
 #include "ops/op_view.h"
 #include "ir/json_text.h"
@@ -42,14 +44,7 @@ class LivenessBuilder {
     }
     external_.resize(nb);
     state_.assign(nb, 0);
-    size_t nv = p.next_var_id;
-    last_.assign(nv, -1);
-    touched_.assign(nv, 0);
-    input_.assign(nv, 0);
-    first_write_.assign(nv, -1);
-    written_.assign(nv, 0);
-    by_id_.assign(nv, nullptr);
-    loss_written_.assign(nv, 0);
+    vars_.assign(p.next_var_id, VarState{});
   }
 
   Liveness run() {
@@ -64,19 +59,19 @@ class LivenessBuilder {
     }
     // Two scans over the vars: count each op's births and deaths, then place them (flat lists,
     // var id order within an op).
-    std::vector<uint8_t> dies(by_id_.size(), 0);
-    for (size_t id = 0; id < by_id_.size(); ++id) {
-      const Var* v = by_id_[id];
-      if (!v || last_[id] < 0) continue;  // untouched or shape-only: no buffer
-      BlockLiveness& bl = l.blocks[v->block->position];
-      if (!v->persistable) {
-        if (input_[id]) bl.live_on_entry.push_back(v);
-        else ++bl.born_at.start[size_t(first_write_[id]) + 1];
+    std::vector<uint8_t> dies(vars_.size(), 0);
+    for (size_t id = 0; id < vars_.size(); ++id) {
+      const VarState& s = vars_[id];
+      if (!s.var || s.last < 0) continue;  // untouched or shape-only: no buffer
+      BlockLiveness& bl = l.blocks[s.var->block->position];
+      if (!s.var->persistable) {
+        if (s.input) bl.live_on_entry.push_back(s.var);
+        else ++bl.born_at.start[size_t(s.first_write) + 1];
       }
-      if (keptToEndGiven(*v, loss_written_[id])) continue;
+      if (keptToEndGiven(*s.var, s.loss_written)) continue;
       dies[id] = 1;
-      ++bl.release_after.start[size_t(last_[id]) + 1];
-      bl.dies_after[id] = last_[id];
+      ++bl.release_after.start[size_t(s.last) + 1];
+      bl.dies_after[id] = s.last;
     }
     std::vector<std::vector<uint32_t>> born_fill(l.blocks.size()), release_fill(l.blocks.size());
     for (BlockLiveness& bl : l.blocks) {
@@ -89,15 +84,25 @@ class LivenessBuilder {
       born_fill[b].assign(l.blocks[b].born_at.start.begin(), l.blocks[b].born_at.start.end());
       release_fill[b].assign(l.blocks[b].release_after.start.begin(), l.blocks[b].release_after.start.end());
     }
-    for (size_t id = 0; id < by_id_.size(); ++id) {
-      const Var* v = by_id_[id];
-      if (!v || last_[id] < 0) continue;
-      size_t b = v->block->position;
+    for (size_t id = 0; id < vars_.size(); ++id) {
+      const VarState& s = vars_[id];
+      if (!s.var || s.last < 0) continue;
+      size_t b = s.var->block->position;
       BlockLiveness& bl = l.blocks[b];
-      if (!v->persistable && !input_[id]) bl.born_at.vars[born_fill[b][size_t(first_write_[id])]++] = v;
-      if (dies[id]) bl.release_after.vars[release_fill[b][size_t(last_[id])]++] = v;
+      if (!s.var->persistable && !s.input) bl.born_at.vars[born_fill[b][size_t(s.first_write)]++] = s.var;
+      if (dies[id]) bl.release_after.vars[release_fill[b][size_t(s.last)]++] = s.var;
     }
     return l;
+  }
+
+  // The entry block's buffers only (forEachEntryBuffer): its walk (and its sub-blocks'), no lists.
+  void entryBuffers(const Block& entry, absl::FunctionRef<void(const Var&, int32_t, int32_t)> f) {
+    BlockLiveness bl;
+    walk(entry, &bl);
+    for (const VarState& s : vars_) {
+      if (!s.var || s.last < 0 || s.var->block != &entry || s.var->persistable) continue;
+      f(*s.var, s.input ? -1 : s.first_write, keptToEndGiven(*s.var, s.loss_written) ? -1 : s.last);
+    }
   }
 
  private:
@@ -106,12 +111,16 @@ class LivenessBuilder {
   std::vector<int> depth_;
   std::vector<std::vector<Use>> external_;  // [block position]: uses of vars declared outside its subtree
   std::vector<uint8_t> state_;              // 0 new, 1 in progress (cycle guard), 2 done
-  // Per var id (each var belongs to one block, so one set of arrays serves every block).
-  std::vector<int32_t> last_;      // last buffer read or write, as an op index in its own block
-  std::vector<uint8_t> touched_, written_, input_;
-  std::vector<int32_t> first_write_;  // when the first use is a write: its op index
-  std::vector<const Var*> by_id_;
-  std::vector<uint8_t> loss_written_;  // an op of the Loss phase writes it (keptToEnd's rule, one phaseOf per op)
+  // Per var id (each var belongs to one block, so one array serves every block); one record per
+  // var, so that a use touches one cache line.
+  struct VarState {
+    const Var* var = nullptr;  // set at its block's first use of it
+    int32_t last = -1;         // last buffer read or write, as an op index in its own block
+    int32_t first_write = -1;  // when the first use is a write: its op index
+    uint8_t touched = 0, written = 0, input = 0;
+    uint8_t loss_written = 0;  // an op of the Loss phase writes it (keptToEnd's rule, one phaseOf per op)
+  };
+  std::vector<VarState> vars_;
 
   // The uses of block `b`'s subtree of vars declared outside it (computed once, memoised).
   const std::vector<Use>& externalUses(const Block& b) {
@@ -137,14 +146,15 @@ class LivenessBuilder {
     int32_t i = 0;
     auto use = [&](const Var* v, uint8_t kind) {
       if (v->block == &b) {
-        by_id_[v->id] = v;
-        if (!touched_[v->id]) {
-          if (kind & kWrite) first_write_[v->id] = i;
-          else bl.inputs.push_back(v), input_[v->id] = 1;
+        VarState& st = vars_[v->id];
+        st.var = v;
+        if (!st.touched) {
+          if (kind & kWrite) st.first_write = i;
+          else bl.inputs.push_back(v), st.input = 1;
         }
-        touched_[v->id] = 1;
-        if (kind & kWrite) written_[v->id] = 1;
-        if (kind & (kRead | kWrite)) last_[v->id] = i;
+        st.touched = 1;
+        if (kind & kWrite) st.written = 1;
+        if (kind & (kRead | kWrite)) st.last = i;
       } else if (depth_[v->block->position] < depth_[b.position]) {
         auto [it, fresh] = ext_at.try_emplace(v, ext.size());
         if (fresh) ext.push_back({v, 0});
@@ -169,7 +179,7 @@ class LivenessBuilder {
         for (const Arg& a : s.args)
           if (a.var) {
             use(a.var, kWrite);
-            if (loss && a.var->id < loss_written_.size()) loss_written_[a.var->id] = 1;
+            if (loss && a.var->id < vars_.size()) vars_[a.var->id].loss_written = 1;
           }
       if (!has_sub_blocks) {
         ++i;
@@ -233,6 +243,10 @@ const BlockLiveness& Liveness::entry() const {
 Liveness computeProgramLiveness(const Program& p, const LivenessOptions& o) {
   if (p.blocks.empty()) return {};
   return LivenessBuilder(p, o).run();
+}
+
+void forEachEntryBuffer(const Program& p, const LivenessOptions& o, absl::FunctionRef<void(const Var&, int32_t, int32_t)> f) {
+  if (const Block* entry = entryBlockOf(p)) LivenessBuilder(p, o).entryBuffers(*entry, f);
 }
 
 }  // namespace spopt

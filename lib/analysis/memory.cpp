@@ -65,6 +65,30 @@ MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n
   return m;
 }
 
+int64_t peakBytes(const Program& p, const LivenessOptions& o) {
+  const Block* b = entryBlockOf(p);
+  if (!b) return 0;
+  Wide start = 0;
+  for (const auto& v : b->vars)
+    if (!v->removed && v->persistable) start += varBytes(*v);
+  // [i]: bytes born at op i; [n + i]: bytes released after op i.
+  const size_t n = b->ops.size();
+  std::vector<Wide> change(2 * n, 0);
+  forEachEntryBuffer(p, o, [&](const Var& v, int32_t born, int32_t dies) {
+    const int64_t bytes = varBytes(v);
+    if (born < 0) start += bytes;
+    else change[size_t(born)] += bytes;
+    if (dies >= 0) change[n + size_t(dies)] += bytes;
+  });
+  Wide current = start, peak = start;
+  for (size_t i = 0; i < n; ++i) {
+    current += change[i];
+    peak = i == 0 ? current : std::max(peak, current);
+    current -= change[n + i];
+  }
+  return clamp(peak);
+}
+
 MemoryProfile profileMemory(const Program& p, size_t top_n) { return profileMemory(p, computeProgramLiveness(p), top_n); }
 
 }  // namespace spopt

@@ -35,6 +35,9 @@ struct MemoryProfile {
 };
 
 MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n = 10);
+// profileMemory(p, computeProgramLiveness(p, o), 0).peak_bytes in one sweep: no per-op lists, each
+// buffer's size read once. For passes that compare peaks before and after an edit.
+int64_t peakBytes(const Program& p, const LivenessOptions& o = {});
 // Computes the liveness too (with no-need-buffer slots honoured).
 MemoryProfile profileMemory(const Program& p, size_t top_n = 10);
 

@@ -118,7 +118,7 @@ class DecomposeCollectiveMatmul final : public Pass {
       const Program& p = *m.collective->block->program;
       rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), shapes[i]);
     }
-    for (auto& p : job.programs) stats.peak_after.raiseTo(profileMemory(*p, 0).peak_bytes);
+    for (auto& p : job.programs) stats.peak_after.raiseTo(peakBytes(*p));
     stats.gathers = gathers;
     stats.scatters = scatters;
     stats.saved_ns = saved_ns;

@@ -82,7 +82,7 @@ class OverlapCollectives final : public Pass {
       if (!has_comm) continue;
       std::vector<uint32_t> pos(p->next_op_id, 0);
       for (Op& op : entry.ops) pos[op.id] = uint32_t(entry.indexOf(&op));
-      int64_t peak_before = peakBytes(*p, facts);
+      int64_t peak_before = peakBytes(*p, {true, &facts});
       int64_t& peak_after = peak_after_[p->position];
       if (opts_.split_grads) {
         size_t split = 0;
@@ -117,7 +117,7 @@ class OverlapCollectives final : public Pass {
         }
         if (first.empty())
           for (const CollectiveOutcome& c : mine) first[c.op] = c;
-        int64_t peak = peakBytes(*p, facts);
+        int64_t peak = peakBytes(*p, {true, &facts});
         peak_after = peak;
         peak_before_[p->position] = peak_before;
         if (window == 0 || double(peak) <= double(peak_before) * (1 + opts_.memory_cap)) break;
@@ -138,7 +138,8 @@ class OverlapCollectives final : public Pass {
       input_pos.emplace_back(p.get(), std::move(pos));
     }
 
-    Refusal revert = checkRingOrders(job, ring_before);
+    // Unchanged orders (no program had a collective to schedule) are the input's, already verified.
+    Refusal revert = input_pos.empty() ? Refusal{} : checkRingOrders(job, ring_before);
     if (!revert.empty() && opts_.ring_reorder) {
       // The ranks of a ring chose different orders: schedule again with each ring's order kept.
       for (auto& pl : placed)
@@ -157,7 +158,9 @@ class OverlapCollectives final : public Pass {
       moved += m, events += e;
     }
     StepTimeline sim_after;
-    if (revert.empty()) {
+    if (input_pos.empty()) {
+      sim_after = sim_before;  // no program had a collective to schedule: nothing was split, moved or put on a stream
+    } else if (revert.empty()) {
       try {
         sim_after = simulateStep(job, facts, false);
       } catch (const InputError& e) {
@@ -186,10 +189,6 @@ class OverlapCollectives final : public Pass {
  private:
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
-
-  static int64_t peakBytes(const Program& p, OpFactsCache& facts) {
-    return profileMemory(p, computeProgramLiveness(p, {true, &facts}), 0).peak_bytes;
-  }
 
   static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
     try {

@@ -66,7 +66,7 @@ class RecomputeActivations final : public Pass {
       }
       stats.ops_added += ops_added;
       changed = changed || ops_added > 0;
-      stats.peak_after.raiseTo(ops_added ? profileMemory(*p, 0).peak_bytes : r.peak);
+      stats.peak_after.raiseTo(ops_added ? peakBytes(*p) : r.peak);
     }
     ctx.publish(stats);
     return changed;

@@ -94,7 +94,7 @@ class RegatherActivations final : public Pass {
     for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
     for (size_t i = 0; i < table.size(); ++i)
       if (table.state(i).change) rewriteRegather(table.match(i));
-    for (auto& p : job.programs) stats.peak_after.raiseTo(profileMemory(*p, 0).peak_bytes);
+    for (auto& p : job.programs) stats.peak_after.raiseTo(peakBytes(*p));
     ctx.publish(stats);
     return true;
   }

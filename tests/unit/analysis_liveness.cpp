@@ -149,3 +149,16 @@ TEST_CASE("a var read only shape-only after its last real use is released there"
   }
   CHECK(sum > 0);
 }
+
+TEST_CASE("peakBytes is the memory profile's peak, without its lists", "[analysis][liveness][memory]") {
+  for (auto model : {gen::Model::Mlp, gen::Model::Gpt, gen::Model::Llama})
+    for (bool sp : {false, true}) {
+      auto job = generated(model, 2, 2, sp);
+      for (const auto& p : job->programs)
+        for (bool nnb : {true, false}) {
+          const int64_t peak = profileMemory(*p, computeProgramLiveness(*p, LivenessOptions{nnb}), 0).peak_bytes;
+          CHECK(peak > 0);
+          CHECK(peakBytes(*p, LivenessOptions{nnb}) == peak);
+        }
+    }
+}
