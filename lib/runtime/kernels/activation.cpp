@@ -82,19 +82,6 @@ void geluGrad(KernelContext& c) {
   else pointwiseGrad(c, "X", [](auto x, auto g) { return g * geluSlope(x, false); });
 }
 
-void relu(KernelContext& c) {
-  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
-  auto [x_slot, out_slot] = unary(c, "X", "Out");
-  const Tensor* x = x_slot;
-  Tensor* out = out_slot;
-  dispatchFloat(c, "X", *x, [&](auto tag) {
-    using T = decltype(tag);
-    const T* xp = x->data<T>();
-    T* o = out->data<T>();
-    for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = xp[i] > T(0) ? xp[i] : T(0);
-  });
-}
-
 // Paddle's relu_grad reads Out: dX = dOut where Out > 0.
 void reluGrad(KernelContext& c) {
   pointwiseGrad(c, "Out", [](auto out, auto g) { return out > decltype(out)(0) ? g : decltype(g)(0); });
@@ -112,6 +99,10 @@ template <typename F> void mapUnary(KernelContext& c, F f) {
     T* o = out->data<T>();
     for (int64_t i = 0, n = x->numel(); i < n; ++i) o[i] = f(xp[i]);
   });
+}
+
+void relu(KernelContext& c) {
+  mapUnary(c, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
 }
 
 // sigmoid = 1 / (1 + e^-x): fastExp for float32 (as gelu), libm for float64.

@@ -79,14 +79,8 @@ void conv2dGrad(KernelContext& c) {
   ConvShape s = convShape(c, x, f, w);
   requireSameStorage(c, "Output@GRAD", dy, "Input", x);
   requireShape(c, "Output@GRAD", dy, {s.n, s.cout, s.oh, s.ow}, "the convolution of Input and Filter");
-  if (dx) {
-    requireSameStorage(c, "Input@GRAD", *dx, "Input", x);
-    requireShape(c, "Input@GRAD", *dx, x.shape(), "Input's shape");
-  }
-  if (df) {
-    requireSameStorage(c, "Filter@GRAD", *df, "Filter", f);
-    requireShape(c, "Filter@GRAD", *df, f.shape(), "Filter's shape");
-  }
+  requireGradLike(c, "Input@GRAD", dx, "Input", x);
+  requireGradLike(c, "Filter@GRAD", df, "Filter", f);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
     if (df) convFilterGrad(s, w, x.data<T>(), dy.data<T>(), df->data<T>());

@@ -67,14 +67,8 @@ void conv2dTransposeGrad(KernelContext& c) {
   Transposed t = transposedConv(c, x, f);
   requireSameStorage(c, "Output@GRAD", dy, "Input", x);
   requireShape(c, "Output@GRAD", dy, t.output_dims(), "the transposed convolution of Input and Filter");
-  if (dx) {
-    requireSameStorage(c, "Input@GRAD", *dx, "Input", x);
-    requireShape(c, "Input@GRAD", *dx, x.shape(), "Input's shape");
-  }
-  if (df) {
-    requireSameStorage(c, "Filter@GRAD", *df, "Filter", f);
-    requireShape(c, "Filter@GRAD", *df, f.shape(), "Filter's shape");
-  }
+  requireGradLike(c, "Input@GRAD", dx, "Input", x);
+  requireGradLike(c, "Filter@GRAD", df, "Filter", f);
   dispatchFloat(c, "Input", x, [&](auto tag) {
     using T = decltype(tag);
     if (dx) convForward(t.conv, t.w, dy.data<T>(), f.data<T>(), dx->data<T>());

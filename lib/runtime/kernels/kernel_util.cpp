@@ -114,15 +114,16 @@ void requireSameShape(const KernelContext& c, std::string_view a_name, const Ten
                       " " + shapeStr(b.shape()));
 }
 
+void requireGradLike(const KernelContext& c, std::string_view grad_name, const Tensor* grad, std::string_view name,
+                     const Tensor& of) {
+  if (!grad) return;
+  requireSameStorage(c, grad_name, *grad, name, of);
+  requireShape(c, grad_name, *grad, of.shape(), std::string(name) + "'s shape");
+}
+
 void requireOperandGrads(const KernelContext& c, const Tensor& x, const Tensor& y, const Tensor* dx, const Tensor* dy) {
-  if (dx) {
-    requireSameStorage(c, "X@GRAD", *dx, "X", x);
-    requireShape(c, "X@GRAD", *dx, x.shape(), "the shape of X");
-  }
-  if (dy) {
-    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
-    requireShape(c, "Y@GRAD", *dy, y.shape(), "the shape of Y");
-  }
+  requireGradLike(c, "X@GRAD", dx, "X", x);
+  requireGradLike(c, "Y@GRAD", dy, "Y", y);
 }
 
 void requireSameStorage(const KernelContext& c, std::string_view a_name, const Tensor& a,

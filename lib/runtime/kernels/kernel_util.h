@@ -42,6 +42,10 @@ void requireShape(const KernelContext& c, std::string_view name, const Tensor& t
                   const std::vector<int64_t>& expected, std::string_view why);
 void requireSameShape(const KernelContext& c, std::string_view a_name, const Tensor& a,
                       std::string_view b_name, const Tensor& b);
+// An optional gradient output (null: not asked for) is stored and shaped like the input it is the
+// gradient of, e.g. requireGradLike(c, "Filter@GRAD", df, "Filter", f).
+void requireGradLike(const KernelContext& c, std::string_view grad_name, const Tensor* grad, std::string_view name,
+                     const Tensor& of);
 // X@GRAD and Y@GRAD of a binary op, each when asked for, are shaped and stored like X and Y.
 void requireOperandGrads(const KernelContext& c, const Tensor& x, const Tensor& y, const Tensor* dx, const Tensor* dy);
 void requireSameStorage(const KernelContext& c, std::string_view a_name, const Tensor& a,

@@ -55,14 +55,7 @@ void mulGrad(KernelContext& c) {
   MulShape s = mulShape(c, x, y);
   requireSameStorage(c, "Out@GRAD", g, "X", x);
   requireShape(c, "Out@GRAD", g, s.out, "X times Y");
-  if (dx) {
-    requireSameStorage(c, "X@GRAD", *dx, "X", x);
-    requireShape(c, "X@GRAD", *dx, x.shape(), "X's shape");
-  }
-  if (dy) {
-    requireSameStorage(c, "Y@GRAD", *dy, "Y", y);
-    requireShape(c, "Y@GRAD", *dy, y.shape(), "Y's shape");
-  }
+  requireOperandGrads(c, x, y, dx, dy);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     if (dx) blasGemm(false, true, s.rows, s.k, s.cols, g.data<T>(), s.cols, y.data<T>(), s.cols, T(0), dx->data<T>(), s.k);
