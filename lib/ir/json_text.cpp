@@ -52,28 +52,27 @@ std::optional<std::string> rawToString(std::string_view raw) {
   return j.get<std::string>();
 }
 
-std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw) {
+namespace {
+// A JSON array whose every element `fits`, read as T; nullopt otherwise.
+template <typename T, typename Fits> std::optional<std::vector<T>> rawToArray(std::string_view raw, Fits fits) {
   auto j = nlohmann::json::parse(raw, nullptr, false);
   if (!j.is_array()) return std::nullopt;
-  std::vector<int64_t> out;
+  std::vector<T> out;
   out.reserve(j.size());
   for (const auto& e : j) {
-    if (!e.is_number_integer()) return std::nullopt;
-    out.push_back(e.get<int64_t>());
+    if (!fits(e)) return std::nullopt;
+    out.push_back(e.template get<T>());
   }
   return out;
 }
+}  // namespace
+
+std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw) {
+  return rawToArray<int64_t>(raw, [](const nlohmann::json& e) { return e.is_number_integer(); });
+}
 
 std::optional<std::vector<double>> rawToNumberArray(std::string_view raw) {
-  auto j = nlohmann::json::parse(raw, nullptr, false);
-  if (!j.is_array()) return std::nullopt;
-  std::vector<double> out;
-  out.reserve(j.size());
-  for (const auto& e : j) {
-    if (!e.is_number()) return std::nullopt;
-    out.push_back(e.get<double>());
-  }
-  return out;
+  return rawToArray<double>(raw, [](const nlohmann::json& e) { return e.is_number(); });
 }
 
 std::optional<std::vector<std::string>> rawToStringArray(std::string_view raw) {

@@ -104,8 +104,7 @@ void nearestInterpGrad(KernelContext& c) {
   NearestPlan p = nearestPlan(c, x);
   requireSameStorage(c, "Out@GRAD", dy, "X", x);
   requireShape(c, "Out@GRAD", dy, p.out_dims(), "X resized");
-  requireSameStorage(c, "X@GRAD", dx, "X", x);
-  requireShape(c, "X@GRAD", dx, x.shape(), "X's shape");
+  requireGradLike(c, "X@GRAD", &dx, "X", x);
   dispatchFloat(c, "X", x, [&](auto tag) {
     using T = decltype(tag);
     const T* g = dy.data<T>();
