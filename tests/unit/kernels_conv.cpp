@@ -275,6 +275,9 @@ TEST_CASE("pool2d max 3x3/2 float32: the bits of window-by-window pooling", "[ke
       {{2, 1, 8, 6}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {2, 1, 4, 3}},
       {{1, 1, 8, 9}, "max", "[3,3]", "[2,2]", "[1,1]", true, true, false, false, {1, 1, 5, 5}},
       {{1, 3, 112, 40}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {1, 3, 56, 20}},
+      {{1, 1, 1, 1}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {1, 1, 1, 1}},
+      {{1, 2, 2, 3}, "max", "[3,3]", "[2,2]", "[1,1]", true, true, false, false, {1, 2, 2, 2}},
+      {{1, 1, 5, 2}, "max", "[3,3]", "[2,2]", "[1,1]", true, false, false, false, {1, 1, 3, 1}},
   };
   const double pick[] = {-1.0, -0.0, 0.0, 1.0, 2.0, 2.0, 0.5, NAN, -INFINITY, 2.0};
   for (const PoolCase& c : cases) {

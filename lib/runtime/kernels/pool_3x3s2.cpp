@@ -14,43 +14,56 @@ constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 // +0 and -0 the first is kept. Grouping a window's row-major sequence by rows keeps its bits.
 inline float maxOf(float a, float b) { return a < b ? b : a; }
 
-// Input rows with a NaN before and after (and an all-NaN row for the rows a window loses to the
-// padding or the edge): maxOf skips NaN, as the general loops skip what lies outside, so every
-// window reads its nine elements at fixed offsets with no edge cases, and one loop over the
-// output columns takes all nine. Each input row is shared by two output rows
-// and copied once.
-class PaddedRows {
+// One input row split by column parity: odd[j] is column 2 j - 1, even[j] column 2 j. Window ox
+// reads columns 2 ox - 1, 2 ox, 2 ox + 1 = odd[ox], even[ox], odd[ox + 1]: unit-stride loads in
+// the loops over output columns, where reading the row itself at stride 2 costs a permute per
+// operand per vector (there are nine). Columns outside the row (-1, and past the edge for the
+// last window under ceil_mode) are NaN: maxOf skips NaN and NaN equals no maximum, as the general
+// loops skip what lies outside.
+struct SplitRow {
+  const float *odd, *even;
+};
+
+// The split rows of one plane, each input row split once though two output rows read it; rows
+// outside the plane (a window's padding) are all NaN.
+class SplitRows {
  public:
-  // Wide enough for the last window, which may pass the edge (ceil_mode).
-  explicit PaddedRows(const Window2d& w)
-      : width_(w.w.in), height_(w.h.in), nan_(size_t(std::max(w.w.in + 2, 2 * w.w.out + 1)), kNaN) {
-    for (auto& r : slots_) r = nan_;
+  explicit SplitRows(const Window2d& w)
+      : width_(w.w.in), height_(w.h.in), out_width_(w.w.out), nan_(size_t(w.w.out + 1), kNaN) {
+    for (auto& s : slots_) s.assign(size_t(2 * (out_width_ + 1)), kNaN);
   }
   void newPlane() { std::fill(std::begin(row_), std::end(row_), -1); }
-  // Row iy of `plane` from its column -1 on.
-  const float* of(const float* plane, int64_t iy) {
-    if (iy < 0 || iy >= height_) return nan_.data();
+  SplitRow of(const float* plane, int64_t iy) {
+    if (iy < 0 || iy >= height_) return {nan_.data(), nan_.data()};
     const size_t s = size_t(iy % 3);
-    if (row_[s] != iy) std::copy(plane + iy * width_, plane + (iy + 1) * width_, slots_[s].begin() + 1), row_[s] = iy;
-    return slots_[s].data();
+    float* odd = slots_[s].data();
+    float* even = odd + out_width_ + 1;
+    if (row_[s] != iy) split(plane + iy * width_, odd, even), row_[s] = iy;
+    return {odd, even};
   }
 
  private:
-  int64_t width_, height_;
+  // odd[0] (column -1) stays NaN, as do the entries past the row's last column.
+  void split(const float* row, float* odd, float* even) const {
+    const int64_t odd_n = std::min(out_width_, width_ / 2), even_n = std::min(out_width_, (width_ + 1) / 2);
+    for (int64_t j = 1; j <= odd_n; ++j) odd[j] = row[2 * j - 1];
+    for (int64_t j = 0; j < even_n; ++j) even[j] = row[2 * j];
+  }
+  int64_t width_, height_, out_width_;
   std::vector<float> slots_[3], nan_;
   int64_t row_[3] = {-1, -1, -1};
 };
 
 // The input rows of output row oy: 2 oy - 1 + dy for dy = 0, 1, 2.
 struct WindowRows {
-  const float* r[3];
-  WindowRows(PaddedRows& rows, const float* plane, int64_t oy) {
+  SplitRow r[3];
+  WindowRows(SplitRows& rows, const float* plane, int64_t oy) {
     for (int dy = 0; dy < 3; ++dy) r[dy] = rows.of(plane, 2 * oy - 1 + dy);
   }
 };
 
 // The max of a window's row from -inf in column order, as the general loops take it.
-inline float windowRowMax(const float* r, int64_t ox) { return maxOf(maxOf(maxOf(kMinusInf, r[2 * ox]), r[2 * ox + 1]), r[2 * ox + 2]); }
+inline float windowRowMax(const SplitRow& r, int64_t ox) { return maxOf(maxOf(maxOf(kMinusInf, r.odd[ox]), r.even[ox]), r.odd[ox + 1]); }
 
 }  // namespace
 
@@ -62,27 +75,27 @@ bool isMax3x3Stride2(const Window2d& w) {
 
 void maxPool3x3Stride2(const Window2d& w, int64_t planes, const float* x, float* out) {
   const int64_t ow = w.w.out, in_plane = w.h.in * w.w.in, out_plane = w.h.out * ow;
-  PaddedRows rows(w);
+  SplitRows rows(w);
   for (int64_t pl = 0; pl < planes; ++pl) {
     rows.newPlane();
     for (int64_t oy = 0; oy < w.h.out; ++oy) {
       const WindowRows win(rows, x + pl * in_plane, oy);
-      const float *r0 = win.r[0], *r1 = win.r[1], *r2 = win.r[2];
       float* o = out + pl * out_plane + oy * ow;
-      for (int64_t ox = 0; ox < ow; ++ox) o[ox] = maxOf(maxOf(maxOf(kMinusInf, windowRowMax(r0, ox)), windowRowMax(r1, ox)), windowRowMax(r2, ox));
+      for (int64_t ox = 0; ox < ow; ++ox)
+        o[ox] = maxOf(maxOf(maxOf(kMinusInf, windowRowMax(win.r[0], ox)), windowRowMax(win.r[1], ox)), windowRowMax(win.r[2], ox));
     }
   }
 }
 
 // The grad of maxPool3x3Stride2's windows, same bits as poolGradPlanes in conv.cpp. The general
-// search runs one short loop per window offset over int64 indices; here, on the same NaN-guarded
-// row copies as the forward (NaN never equals a maximum, as the general loops never look outside
-// a clipped window), one vectorised loop over an output row finds each window's first element
-// equal to its maximum: the nine offsets checked last to first with a select, so the last one
-// kept is the first in row-major order. The adds then run in column order as the general loops'.
+// search runs one short loop per window offset over int64 indices; here, on the same split rows
+// as the forward (NaN never equals a maximum, as the general loops never look outside a clipped
+// window), one vectorised loop over an output row finds each window's first element equal to its
+// maximum: the nine offsets checked last to first with a select, so the last one kept is the
+// first in row-major order. The adds then run in column order as the general loops'.
 void maxPoolGrad3x3Stride2(const Window2d& w, int64_t planes, const float* x, const float* out, const float* dy, float* dx) {
   const int64_t ow = w.w.out, width = w.w.in, height = w.h.in, in_plane = height * width, out_plane = w.h.out * ow;
-  PaddedRows rows(w);
+  SplitRows rows(w);
   // Per output column: where its Out@GRAD goes, as the offset from input element
   // (2 oy - 1, 2 ox - 1) (int32: a third of the row's bytes of the general loops' int64), or -1.
   std::vector<int32_t> at(static_cast<size_t>(ow));
@@ -93,22 +106,22 @@ void maxPoolGrad3x3Stride2(const Window2d& w, int64_t planes, const float* x, co
     int64_t zeroed = 0;  // X@GRAD's rows [0, zeroed) hold zeros or adds already
     for (int64_t oy = 0; oy < w.h.out; ++oy) {
       const WindowRows win(rows, x + pl * in_plane, oy);
-      const float *r0 = win.r[0], *r1 = win.r[1], *r2 = win.r[2];
+      const float *o0 = win.r[0].odd, *e0 = win.r[0].even, *o1 = win.r[1].odd, *e1 = win.r[1].even;
+      const float *o2 = win.r[2].odd, *e2 = win.r[2].even;
       const float* m = out + pl * out_plane + oy * ow;
       int32_t* a = at.data();
       for (int64_t ox = 0; ox < ow; ++ox) {
         const float v = m[ox];
-        const int64_t c = 2 * ox;
         int32_t k = -1;
-        k = r2[c + 2] == v ? W2 + 2 : k;
-        k = r2[c + 1] == v ? W2 + 1 : k;
-        k = r2[c] == v ? W2 : k;
-        k = r1[c + 2] == v ? W + 2 : k;
-        k = r1[c + 1] == v ? W + 1 : k;
-        k = r1[c] == v ? W : k;
-        k = r0[c + 2] == v ? 2 : k;
-        k = r0[c + 1] == v ? 1 : k;
-        k = r0[c] == v ? 0 : k;
+        k = o2[ox + 1] == v ? W2 + 2 : k;
+        k = e2[ox] == v ? W2 + 1 : k;
+        k = o2[ox] == v ? W2 : k;
+        k = o1[ox + 1] == v ? W + 2 : k;
+        k = e1[ox] == v ? W + 1 : k;
+        k = o1[ox] == v ? W : k;
+        k = o0[ox + 1] == v ? 2 : k;
+        k = e0[ox] == v ? 1 : k;
+        k = o0[ox] == v ? 0 : k;
         a[ox] = k;
       }
       // The rows this output row's windows reach are zeroed just before (in cache, no pass of

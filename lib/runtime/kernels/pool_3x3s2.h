@@ -2,8 +2,9 @@
 // Max pooling over 3x3 windows at stride 2 with one row and column of padding before (ResNet's
 // stem pool), float32, forward. The general loops of conv.cpp run one short loop per window
 // offset and take the edge windows one by one (at batch 4, 2.5x the memory bound); here each
-// input row is copied once between NaN guards, so a window's nine elements sit at fixed offsets
-// and one vectorised loop over an output row takes them all. Same bits as the general loops
+// input row is split once by column parity, NaN where a window passes the edge, so a window's
+// nine elements sit at fixed unit-stride offsets and one vectorised loop over an output row takes
+// them all. Same bits as the general loops
 // (tests/unit/kernels_conv.cpp checks ties, signed zeros, NaN and edges). The grad takes the same
 // rows for its search, vectorised over an output row, then adds in the general loops' order.
 #include <cstdint>
