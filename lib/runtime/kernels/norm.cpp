@@ -1,11 +1,13 @@
 // layer_norm and layer_norm_grad. X is viewed as [rows, cols] split at begin_norm_axis; each row
-// is normalised with its population mean and variance (statistics accumulated in double).
+// is normalised with its population mean and variance (accumulated in X's type, as Paddle does).
 // Mean and Variance hold one value per row (declared as [rows] or as X's leading dims, and may be
 // float32 while X is float64, as Paddle does for low precision); Scale and Bias hold `cols` values
 // and are optional.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "runtime/kernels/float_sum.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/registry.h"
 
@@ -47,6 +49,43 @@ template <typename T> std::vector<T> paramVector(const Tensor* t, int64_t cols, 
   return v;
 }
 
+struct RowStats {
+  double mean, variance;
+};
+
+// A row's population mean and variance, two passes (no cancellation from E[x^2] - E[x]^2).
+// float32 sums in float32 lanes, as Paddle's CPU kernel does (its jit LayerNorm adds into float
+// vectors; the statistics in double made the kernel twice the memory bound's time); float64 in
+// laneSum.
+RowStats rowStats(const double* x, int64_t n) {
+  const double mu = laneSum(n, [&](int64_t j) { return x[j]; }) / double(n);
+  const double variance = laneSum(n, [&](int64_t j) {
+                            const double d = x[j] - mu;
+                            return d * d;
+                          }) / double(n);
+  return {mu, variance};
+}
+RowStats rowStats(const float* x, int64_t n) {
+  auto at16 = [&](int64_t j) {
+    Floats16 v;
+    std::memcpy(&v, x + j, sizeof v);
+    return v;
+  };
+  const float mu = sumFloat32(n, at16, [&](int64_t j) { return x[j]; }) / float(n);
+  const float variance = sumFloat32(
+                             n,
+                             [&](int64_t j) {
+                               const Floats16 d = at16(j) - mu;
+                               return d * d;
+                             },
+                             [&](int64_t j) {
+                               const float d = x[j] - mu;
+                               return d * d;
+                             }) /
+                         float(n);
+  return {mu, variance};
+}
+
 void layerNorm(KernelContext& c) {
   const Tensor& x = requireInput(c, "X");
   const Tensor* scale = optionalInput(c, "Scale");
@@ -70,14 +109,8 @@ void layerNorm(KernelContext& c) {
     for (int64_t r = 0; r < s.rows; ++r) {
       const T* xr = x.data<T>() + r * s.cols;
       T* yr = y.data<T>() + r * s.cols;
-      double mu = laneSum(s.cols, [&](int64_t j) { return double(xr[j]); }) / double(s.cols);
-      // two-pass variance: no cancellation from E[x^2] - E[x]^2
-      double variance = laneSum(s.cols, [&](int64_t j) {
-                          double d = double(xr[j]) - mu;
-                          return d * d;
-                        }) / double(s.cols);
-      double rstd = 1.0 / std::sqrt(variance + eps);
-      T tm = T(mu), tr = T(rstd);
+      const auto [mu, variance] = rowStats(xr, s.cols);
+      const T tm = T(mu), tr = T(1.0 / std::sqrt(variance + eps));
       for (int64_t j = 0; j < s.cols; ++j) yr[j] = (xr[j] - tm) * tr * g[size_t(j)] + b[size_t(j)];
       if (mean) storeValue(*mean, r, mu);
       if (var) storeValue(*var, r, variance);

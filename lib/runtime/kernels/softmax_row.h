@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/float_sum.h"
 #include "runtime/kernels/kernel_util.h"
 
 namespace spopt::rt {
@@ -62,29 +63,11 @@ template <typename T> T contiguousMax(const T* x, int64_t n) {
   return best;
 }
 
-// The sum of a Floats16's lanes in a fixed tree (halves added pairwise), so every row with the
-// same partial sums gets the same bits.
-inline float laneTreeSum(Floats16 v) {
-  typedef float F8 __attribute__((vector_size(32)));
-  typedef float F4 __attribute__((vector_size(16)));
-  F8 lo8, hi8;
-  std::memcpy(&lo8, &v, sizeof lo8);
-  std::memcpy(&hi8, reinterpret_cast<const char*>(&v) + sizeof lo8, sizeof hi8);
-  const F8 s8 = lo8 + hi8;
-  F4 lo4, hi4;
-  std::memcpy(&lo4, &s8, sizeof lo4);
-  std::memcpy(&hi4, reinterpret_cast<const char*>(&s8) + sizeof lo4, sizeof hi4);
-  const F4 s4 = lo4 + hi4;
-  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
-}
-
 // float32: o[k] = fastExp(x[k] - m) for the row's `n` elements `st` apart, returning their sum
 // accumulated in float32, as Paddle's CPU softmax does (phi::funcs::SoftmaxFunctor sums e^x with
 // vec_sum<float>, float lanes). One pass: each vector of exponentials is stored and added while
-// in registers. Elements 32k..32k+15 go to one set of sixteen lanes and 32k+16..32k+31 to
-// another (two add chains, not one), a last whole 16 to the first, then the lanes' tree sum and
-// the scalar tail in order: the same bits for the contiguous and the strided row, and fastExp's
-// vector and scalar forms agree bitwise, so the bits do not depend on the row's layout.
+// in registers (sumFloat32's order: the same bits for the contiguous and the strided row, and
+// fastExp's vector and scalar forms agree bitwise, so the bits do not depend on the row's layout).
 template <bool Contiguous> float expSumF32(const float* x, float* o, int64_t n, int64_t stride, float m) {
   const int64_t st = Contiguous ? 1 : stride;
   auto expAt = [&](int64_t k) {
@@ -98,23 +81,11 @@ template <bool Contiguous> float expSumF32(const float* x, float* o, int64_t n, 
       for (int l = 0; l < 16; ++l) o[(k + l) * st] = v[l];
     return v;
   };
-  Floats16 acc0 = {}, acc1 = {};
-  int64_t k = 0;
-  for (; k + 32 <= n; k += 32) {
-    acc0 += expAt(k);
-    acc1 += expAt(k + 16);
-  }
-  if (k + 16 <= n) {
-    acc0 += expAt(k);
-    k += 16;
-  }
-  float sum = laneTreeSum(acc0 + acc1);
-  for (; k < n; ++k) {
+  return sumFloat32(n, expAt, [&](int64_t k) {
     const float e = fastExp(x[k * st] - m);
     o[k * st] = e;
-    sum += e;
-  }
-  return sum;
+    return e;
+  });
 }
 
 // float64: o[k] = e^(x[k] - m) by libm, summed by laneSum in double.
