@@ -46,8 +46,12 @@ class SplitRows {
   // odd[0] (column -1) stays NaN, as do the entries past the row's last column.
   void split(const float* row, float* odd, float* even) const {
     const int64_t odd_n = std::min(out_width_, width_ / 2), even_n = std::min(out_width_, (width_ + 1) / 2);
-    for (int64_t j = 1; j <= odd_n; ++j) odd[j] = row[2 * j - 1];
-    for (int64_t j = 0; j < even_n; ++j) even[j] = row[2 * j];
+    // One loop for both (odd_n <= even_n): each pair of columns is loaded once.
+    for (int64_t j = 0; j < odd_n; ++j) {
+      even[j] = row[2 * j];
+      odd[j + 1] = row[2 * j + 1];
+    }
+    for (int64_t j = odd_n; j < even_n; ++j) even[j] = row[2 * j];
   }
   int64_t width_, height_, out_width_;
   std::vector<float> slots_[3], nan_;
