@@ -114,9 +114,31 @@ SoftmaxRowStats softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
 }
 
 // softmaxRow over `rows` consecutive contiguous rows of `len` (>= 1) elements, stats[r] each
-// (may be null).
+// (may be null). Rows go in groups of four, each step (max, exponentials and sum, scale) taken
+// for the four before the next: a short row's steps are each a chain of dependent vector
+// operations (the exponential's polynomial, the lane trees, the division), and four independent
+// chains side by side keep the vector units busy where one leaves them waiting. Each row's
+// operations are softmaxRow's, so the bits are too.
 template <typename T> void softmaxRows(const T* x, T* o, int64_t len, int64_t rows, SoftmaxRowStats* stats) {
-  for (int64_t r = 0; r < rows; ++r) {
+  constexpr int64_t kGroup = 4;
+  int64_t r = 0;
+  for (; r + kGroup <= rows; r += kGroup) {
+    T m[kGroup], sum[kGroup];
+    for (int64_t g = 0; g < kGroup; ++g) m[g] = contiguousMax(x + (r + g) * len, len);
+    for (int64_t g = 0; g < kGroup; ++g) {
+      const T* xr = x + (r + g) * len;
+      T* orow = o + (r + g) * len;
+      if constexpr (std::is_same_v<T, float>) sum[g] = expSumF32<true>(xr, orow, len, 1, m[g]);
+      else sum[g] = expSumF64<true>(xr, orow, len, 1, m[g]);
+    }
+    for (int64_t g = 0; g < kGroup; ++g) {
+      const T inv = T(1) / sum[g];
+      T* orow = o + (r + g) * len;
+      for (int64_t k = 0; k < len; ++k) orow[k] *= inv;
+      if (stats) stats[r + g] = {double(m[g]), double(sum[g])};
+    }
+  }
+  for (; r < rows; ++r) {
     SoftmaxRowStats st = softmaxRow<T, true>(x + r * len, o + r * len, len, 1);
     if (stats) stats[r] = st;
   }
