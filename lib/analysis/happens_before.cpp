@@ -33,6 +33,9 @@ namespace {
 class ExecutionOrder {
  public:
   explicit ExecutionOrder(const Program& p) : p_(p), visited_(p.blocks.size(), 0) {
+    size_t total = 0;
+    for (const auto& b : p.blocks) total += b->ops.size();
+    ops.reserve(total);  // grown by doubling, the list would leave its smaller copies behind as garbage
     const Block* entry = nullptr;
     for (const auto& b : p.blocks)
       if (b->parent_idx < 0) {
