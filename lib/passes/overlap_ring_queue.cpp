@@ -15,8 +15,9 @@ constexpr size_t kBoundVisits = 64;
 
 RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bool reorder) : g_(g), cost_(cost), reorder_(reorder) {
   if (!reorder_) return;
+  rings_.resize(g.ring_count);
   for (uint32_t i = 0; i < g.n; ++i)
-    if (g.ring[i] >= 0) rings_[g.ring[i]].ops.push_back(i);
+    if (g.ring[i] >= 0) rings_[g.ring_index[i]].ops.push_back(i);
   issued_.assign(g.n, 0);
   passed_.assign(g.n, 0);
   seen_.assign(g.n, 0);
@@ -25,7 +26,7 @@ RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bo
 bool RingQueues::mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
                           const std::vector<double>& finish) {
   if (!reorder_) return true;  // the graph chains each ring: a ready collective is its ring's head
-  Ring& r = rings_[g_.ring[c]];
+  Ring& r = rings_[g_.ring_index[c]];
   while (r.head < r.ops.size() && issued_[r.ops[r.head]]) ++r.head;
   const uint32_t head = r.ops[r.head];
   if (head == c) return true;
@@ -39,7 +40,7 @@ bool RingQueues::mayIssue(uint32_t c, double now, double start, const std::vecto
 
 void RingQueues::issued(uint32_t c) {
   if (!reorder_) return;
-  Ring& r = rings_[g_.ring[c]];
+  Ring& r = rings_[g_.ring_index[c]];
   issued_[c] = 1;
   if (r.head < r.ops.size() && r.ops[r.head] == c) {
     r.passed = false;

@@ -18,8 +18,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
-
 #include "passes/overlap_graph.h"
 
 namespace spopt {
@@ -52,7 +50,7 @@ class RingQueues {
   const RegionGraph& g_;
   const std::vector<double>& cost_;
   bool reorder_;
-  absl::flat_hash_map<int64_t, Ring> rings_;
+  std::vector<Ring> rings_;  // by RegionGraph::ring_index
   std::vector<uint8_t> issued_, passed_;
   std::vector<uint32_t> seen_, stack_;
   uint32_t stamp_ = 0;
