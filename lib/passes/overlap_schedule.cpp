@@ -80,7 +80,10 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     };
     auto release = [&](uint32_t i) {
       released[i] = 1;
-      if (g.ring[i] >= 0) return ready_colls.push_back(i);
+      if (g.ring[i] >= 0) {
+        ring_queues.released(i);
+        return ready_colls.push_back(i);
+      }
       double r = readyTime(i);
       if (r <= now) available.emplace(1 - g.feeds_coll[i], -g.level[i], i);
       else waiting.emplace(r, 1 - g.feeds_coll[i], -g.level[i], i);
