@@ -33,6 +33,9 @@ namespace {
 class ExecutionOrder {
  public:
   explicit ExecutionOrder(const Program& p) : p_(p), visited_(p.blocks.size(), 0) {
+    size_t total = 0;
+    for (const auto& b : p.blocks) total += b->ops.size();
+    ops.reserve(total);  // grown by doubling, the list would leave its smaller copies behind as garbage
     const Block* entry = nullptr;
     for (const auto& b : p.blocks)
       if (b->parent_idx < 0) {
@@ -88,7 +91,9 @@ HappensBefore::HappensBefore(const Job& job, OpFactsCache* given) : job_(job) {
     for (const auto& b : p->blocks) total += b->ops.size();
   // Sized once: a node or edge list grown by doubling copies itself and faults in fresh pages.
   nodes_.reserve(total);
-  edges_.reserve(total * 3);
+  edge_from_.reserve(total * 3);
+  edge_kind_.reserve(total * 3);
+  in_degree_.assign(total, 0);
   group_of_.reserve(total);
   // (ring, k) -> instance: per ring, a flat list by k; the first member's signature beside it.
   absl::flat_hash_map<int64_t, std::vector<uint32_t>> instance_of;
@@ -285,21 +290,21 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
 
 void HappensBefore::buildCsr() {
   offsets_.assign(nodes_.size() + 1, 0);
-  in_degree_.assign(nodes_.size(), 0);
-  for (const RawEdge& e : edges_) {
-    ++offsets_[e.from + 1];
-    ++in_degree_[e.to];
-  }
+  in_degree_.resize(nodes_.size(), 0);
+  for (uint32_t from : edge_from_) ++offsets_[from + 1];
   for (size_t i = 0; i < nodes_.size(); ++i) offsets_[i + 1] += offsets_[i];
-  succ_.resize(edges_.size());
-  succ_kind_.resize(edges_.size());
+  succ_.resize(edge_from_.size());
+  succ_kind_.resize(edge_from_.size());
   std::vector<uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
-  for (const RawEdge& e : edges_) {
-    succ_[fill[e.from]] = e.to;
-    succ_kind_[fill[e.from]++] = e.kind;
-  }
-  edges_.clear();
-  edges_.shrink_to_fit();
+  size_t e = 0;  // the edges in insertion order, which is by target
+  for (uint32_t to = 0; to < nodes_.size(); ++to)
+    for (uint32_t k = 0; k < in_degree_[to]; ++k, ++e) {
+      const uint32_t from = edge_from_[e];
+      succ_[fill[from]] = to;
+      succ_kind_[fill[from]++] = edge_kind_[e];
+    }
+  edge_from_ = {};
+  edge_kind_ = {};
 }
 
 std::string HappensBefore::describe(uint32_t node) const {

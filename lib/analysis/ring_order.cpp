@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "analysis/op_facts.h"
+
 namespace spopt {
 
 CollectiveSig signatureOf(const Op& op) {
@@ -52,17 +54,26 @@ Agreement agreeAt(const Ring& ring, size_t k, const MemberCheck& refuses) {
   return a;
 }
 
-RingOrder::RingOrder(const Job& job) {
+RingOrder::RingOrder(const Job& job, OpFactsCache* facts) : facts_(facts) {
   by_program_.resize(job.programs.size());
-  k_of_.resize(job.programs.size());
+  place_of_.resize(job.programs.size());
   std::map<int64_t, Ring> rings;
   for (const auto& p : job.programs) {
     auto& mine = by_program_[p->position];
-    mine = collectivesByRing(*p);
-    auto& ks = k_of_[p->position];
-    ks.assign(p->next_op_id, -1);
+    if (facts) {  // collectivesByRing's walk, on the cache
+      for (const auto& b : p->blocks)
+        for (const Op& op : b->ops)
+          if (const OpFacts& f = facts->facts(op); f.communicates) mine[facts->comm(f).ring_id].push_back(&op);
+    } else {
+      mine = collectivesByRing(*p);
+    }
+    auto& places = place_of_[p->position];
+    places.assign(p->next_op_id, Place{});
     for (const auto& [ring, ops] : mine) {
-      for (size_t k = 0; k < ops.size(); ++k) ks[ops[k]->id] = int32_t(k);
+      auto known = std::find(ring_ids_.begin(), ring_ids_.end(), ring);
+      const auto ring_index = uint32_t(known - ring_ids_.begin());
+      if (known == ring_ids_.end()) ring_ids_.push_back(ring);
+      for (size_t k = 0; k < ops.size(); ++k) places[ops[k]->id] = {int32_t(k), ring_index};
       rings[ring].issuers.push_back({p.get(), ops});
     }
   }
@@ -92,10 +103,17 @@ const Ring* RingOrder::ring(int64_t ring_id) const {
 
 std::optional<RingPlace> RingOrder::placeOf(const Op& op) const {
   const Program* p = op.block->program;
-  if (p->position >= k_of_.size() || op.id >= k_of_[p->position].size()) return std::nullopt;
-  int32_t k = k_of_[p->position][op.id];
-  if (k < 0) return std::nullopt;
-  return RingPlace{asCollective(op)->ring_id, size_t(k)};
+  if (p->position >= place_of_.size() || op.id >= place_of_[p->position].size()) return std::nullopt;
+  const Place& place = place_of_[p->position][op.id];
+  if (place.k < 0) return std::nullopt;
+  return RingPlace{ring_ids_[place.ring], size_t(place.k)};
+}
+
+CollectiveSig RingOrder::signature(const Op& op) const {
+  if (!facts_) return signatureOf(op);
+  const OpFacts& f = facts_->facts(op);
+  if (!f.communicates) return signatureOf(op);  // signatureOf's error for an op that does not communicate
+  return facts_->comm(f).sig;
 }
 
 Divergence RingOrder::compare(const Ring& r, const std::vector<std::pair<int64_t, std::vector<CollectiveSig>>>& seqs) const {
@@ -131,7 +149,7 @@ Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, s
     std::vector<CollectiveSig> seq;
     auto it = per_rank.find(m.program->rank);
     if (it == per_rank.end()) {
-      for (const Op* o : m.ops) seq.push_back(signatureOf(*o));
+      for (const Op* o : m.ops) seq.push_back(signature(*o));
     } else {
       // Each insertion's slot: the number of ring ops issued before its `before` op. Stable sort
       // keeps several insertions at one slot in list order.
@@ -148,7 +166,7 @@ Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, s
       size_t s = 0;
       for (size_t k = 0; k <= m.ops.size(); ++k) {
         for (; s < slots.size() && slots[s].first == k; ++s) seq.push_back(slots[s].second->sig);
-        if (k < m.ops.size()) seq.push_back(signatureOf(*m.ops[k]));
+        if (k < m.ops.size()) seq.push_back(signature(*m.ops[k]));
       }
     }
     seqs.emplace_back(m.program->rank, std::move(seq));
@@ -164,7 +182,7 @@ Divergence RingOrder::checkOrder(int64_t ring_id, const std::map<int64_t, std::v
     auto it = per_rank.find(m.program->rank);
     const auto& ops = it == per_rank.end() ? m.ops : it->second;
     std::vector<CollectiveSig> seq;
-    for (const Op* o : ops) seq.push_back(signatureOf(*o));
+    for (const Op* o : ops) seq.push_back(signature(*o));
     seqs.emplace_back(m.program->rank, std::move(seq));
   }
   return compare(*r, seqs);

@@ -8,7 +8,9 @@
 // member: its aligned position k. A change at position k must happen on every member or on none.
 //
 // Build a RingOrder once per job (linear: one walk over every op); it views the job, so rebuild it
-// after changing the job (positions used by the insertion check come from Block::indexOf).
+// after changing the job (positions used by the insertion check come from Block::indexOf). Given
+// an OpFactsCache (op_facts.h), it reads each op's ring and signature there instead of parsing the
+// op's attributes again; the cache must outlive it.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,6 +22,8 @@
 #include "ir/ir.h"
 
 namespace spopt {
+
+class OpFactsCache;
 
 // What must match across ranks at an aligned position (what the verifier compares): kind, reduce
 // op, and the input's dtype and element count.
@@ -91,7 +95,7 @@ struct Divergence {
 
 class RingOrder {
  public:
-  explicit RingOrder(const Job& job);
+  explicit RingOrder(const Job& job, OpFactsCache* facts = nullptr);
 
   const std::vector<Ring>& rings() const { return rings_; }  // ascending ring id
   const Ring* ring(int64_t ring_id) const;                    // null when no op or group names it
@@ -111,10 +115,17 @@ class RingOrder {
 
  private:
   Divergence compare(const Ring& r, const std::vector<std::pair<int64_t, std::vector<CollectiveSig>>>& seqs) const;
+  CollectiveSig signature(const Op& op) const;
+  OpFactsCache* facts_ = nullptr;
   std::vector<Ring> rings_;
   std::map<int64_t, size_t> index_;                             // ring id -> rings_ index
   std::vector<std::map<int64_t, std::vector<const Op*>>> by_program_;  // [program position]
-  std::vector<std::vector<int32_t>> k_of_;                      // [program position][op id] -> k, -1
+  struct Place {
+    int32_t k = -1;         // -1: not a communicating collective
+    uint32_t ring = 0;      // index in ring_ids_
+  };
+  std::vector<std::vector<Place>> place_of_;                    // [program position][op id]
+  std::vector<int64_t> ring_ids_;                               // in order of first sight
 };
 
 }  // namespace spopt

@@ -167,8 +167,8 @@ void CandidateTable::report(PassContext& ctx) const {
   }
 }
 
-Refusal checkRingOrders(const Job& job, const RingOrder& before) {
-  RingOrder after(job);
+Refusal checkRingOrders(const Job& job, const RingOrder& before, OpFactsCache* facts) {
+  RingOrder after(job, facts);
   for (const Ring& r : after.rings()) {
     std::map<int64_t, std::vector<const Op*>> per_rank;
     for (const RingIssuer& m : r.members) per_rank[m.program->rank] = m.ops;

@@ -143,7 +143,8 @@ class CollectiveRewriteDriver : public CandidateTable {
 
 // For passes that move collectives: "" when every ring's collective order in `job` is identical
 // on every member (the same signatures, and the same permutation of the aligned positions `before`
-// recorded), else a ring-order refusal saying where it differs.
-Refusal checkRingOrders(const Job& job, const RingOrder& before);
+// recorded), else a ring-order refusal saying where it differs. `facts`, when given, supplies each
+// op's ring and signature (RingOrder's cache).
+Refusal checkRingOrders(const Job& job, const RingOrder& before, OpFactsCache* facts = nullptr);
 
 }  // namespace spopt

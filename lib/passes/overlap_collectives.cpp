@@ -58,8 +58,8 @@ class OverlapCollectives final : public Pass {
   bool run(Job& job, PassContext& ctx) override {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
-    RingOrder ring_before(job);
     OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
+    RingOrder ring_before(job, &facts);
     StepTimeline sim_before = simulate(job, facts);
     bool changed = false;
     struct Placed {
@@ -139,7 +139,7 @@ class OverlapCollectives final : public Pass {
     }
 
     // Unchanged orders (no program had a collective to schedule) are the input's, already verified.
-    Refusal revert = input_pos.empty() ? Refusal{} : checkRingOrders(job, ring_before);
+    Refusal revert = input_pos.empty() ? Refusal{} : checkRingOrders(job, ring_before, &facts);
     if (!revert.empty() && opts_.ring_reorder) {
       // The ranks of a ring chose different orders: schedule again with each ring's order kept.
       for (auto& pl : placed)

@@ -31,7 +31,9 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
     if (sc.writer[id] == -1 && sc.head[id] == -1) sc.touched.push_back(id);
     return id;
   };
-  absl::flat_hash_map<int64_t, uint32_t> last_of_ring;
+  absl::flat_hash_map<int64_t, uint32_t> index_of_ring;
+  std::vector<uint32_t> last_of_ring;  // by ring index
+  g.ring_index.assign(g.n, 0);
   for (uint32_t i = 0; i < g.n; ++i) {
     const Op& op = *region[i];
     for (const Slot& s : op.inputs)
@@ -55,11 +57,14 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
       }
     if (auto ring = commRing(op, facts)) {
       g.ring[i] = *ring;
-      auto [it, fresh] = last_of_ring.try_emplace(*ring, i);
-      if (!fresh && chain_rings) edges.emplace_back(it->second, i);
-      it->second = i;
+      auto [it, fresh] = index_of_ring.try_emplace(*ring, uint32_t(last_of_ring.size()));
+      if (fresh) last_of_ring.push_back(i);
+      else if (chain_rings) edges.emplace_back(last_of_ring[it->second], i);
+      last_of_ring[it->second] = i;
+      g.ring_index[i] = it->second;
     }
   }
+  g.ring_count = last_of_ring.size();
   auto csr = [&](bool forward, std::vector<uint32_t>& start, std::vector<uint32_t>& list) {
     start.assign(g.n + 1, 0);
     for (auto [a, b] : edges) ++start[(forward ? a : b) + 1];
@@ -88,7 +93,7 @@ double simulateOrder(const RegionGraph& g, const std::vector<uint32_t>& order, c
                      std::vector<CollectiveOutcome>* colls, const std::vector<Op*>& region) {
   std::vector<double> finish(g.n, 0);
   std::vector<int32_t> coll_slot(g.n, -1);
-  absl::flat_hash_map<int64_t, double> ring_free;
+  std::vector<double> ring_free(g.ring_count, 0);  // by ring index
   double now = 0;
   for (uint32_t i : order) {
     double ready = 0, data_ready = 0;  // data_ready: not counting the ring's own previous collective
@@ -99,7 +104,7 @@ double simulateOrder(const RegionGraph& g, const std::vector<uint32_t>& order, c
       if (g.ring[p] < 0 || g.ring[p] != g.ring[i]) data_ready = std::max(data_ready, finish[p]);
     }
     if (g.ring[i] >= 0) {
-      double& free = ring_free[g.ring[i]];
+      double& free = ring_free[g.ring_index[i]];
       double start = std::max({now, ready, free});
       finish[i] = free = start + cost[i];
       if (colls) {

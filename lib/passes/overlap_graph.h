@@ -13,6 +13,10 @@ struct RegionGraph {
   size_t n = 0;
   std::vector<uint32_t> succ_start, succ, pred_start, pred;
   std::vector<int64_t> ring;  // ring id of a collective, -1 for a compute op
+  // A collective's ring as an index below ring_count (rings in order of first use in the region),
+  // for per-ring state in flat arrays; 0 for a compute op.
+  std::vector<uint32_t> ring_index;
+  size_t ring_count = 0;
   // Bottom level: the op's cost plus the longest cost path from it to the region's end
   // (collectives' time on the wire included): the classic list-scheduling priority.
   std::vector<double> level;

@@ -15,8 +15,14 @@ constexpr size_t kBoundVisits = 64;
 
 RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bool reorder) : g_(g), cost_(cost), reorder_(reorder) {
   if (!reorder_) return;
+  rings_.resize(g.ring_count);
+  position_.assign(g.n, 0);
   for (uint32_t i = 0; i < g.n; ++i)
-    if (g.ring[i] >= 0) rings_[g.ring[i]].ops.push_back(i);
+    if (g.ring[i] >= 0) {
+      std::vector<uint32_t>& ops = rings_[g.ring_index[i]].ops;
+      position_[i] = uint32_t(ops.size());
+      ops.push_back(i);
+    }
   issued_.assign(g.n, 0);
   passed_.assign(g.n, 0);
   seen_.assign(g.n, 0);
@@ -25,22 +31,26 @@ RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bo
 bool RingQueues::mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
                           const std::vector<double>& finish) {
   if (!reorder_) return true;  // the graph chains each ring: a ready collective is its ring's head
-  Ring& r = rings_[g_.ring[c]];
+  Ring& r = rings_[g_.ring_index[c]];
   while (r.head < r.ops.size() && issued_[r.ops[r.head]]) ++r.head;
   const uint32_t head = r.ops[r.head];
   if (head == c) return true;
   if (r.passed || ready[head]) return false;
   // The earliest ready collective after the head goes first, if any does.
-  for (size_t k = r.head + 1; k < r.ops.size() && r.ops[k] != c; ++k)
-    if (ready[r.ops[k]] && !issued_[r.ops[k]]) return false;
+  if (auto first = r.waiting.upper_bound(uint32_t(r.head)); first != r.waiting.end() && *first < position_[c]) return false;
   const double end = start + cost_[c];
   return headReadyBound(head, now, end, done, finish) >= end;
 }
 
+void RingQueues::released(uint32_t c) {
+  if (reorder_) rings_[g_.ring_index[c]].waiting.insert(position_[c]);
+}
+
 void RingQueues::issued(uint32_t c) {
   if (!reorder_) return;
-  Ring& r = rings_[g_.ring[c]];
+  Ring& r = rings_[g_.ring_index[c]];
   issued_[c] = 1;
+  r.waiting.erase(position_[c]);
   if (r.head < r.ops.size() && r.ops[r.head] == c) {
     r.passed = false;
   } else {

@@ -16,9 +16,8 @@
 // pass checks that each ring's new order is the same permutation on every member
 // (checkRingOrders) and schedules again with program order kept where it is not.
 #include <cstdint>
+#include <set>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
 
 #include "passes/overlap_graph.h"
 
@@ -34,6 +33,8 @@ class RingQueues {
   // and their end times.
   bool mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
                 const std::vector<double>& finish);
+  // Collective `c`'s inputs are all scheduled (it joined the scheduler's ready list).
+  void released(uint32_t c);
   // `c` was issued.
   void issued(uint32_t c);
   // Whether collective `c` was issued before its ring's earlier ones.
@@ -44,6 +45,7 @@ class RingQueues {
     std::vector<uint32_t> ops;  // program order
     size_t head = 0;
     bool passed = false;  // a collective passed the current head
+    std::set<uint32_t> waiting;  // positions in `ops` of the released collectives not issued
   };
   // A lower bound of when the compute stream can have run head's unscheduled ancestors, from `now`;
   // the search stops once it reaches `enough`.
@@ -52,8 +54,9 @@ class RingQueues {
   const RegionGraph& g_;
   const std::vector<double>& cost_;
   bool reorder_;
-  absl::flat_hash_map<int64_t, Ring> rings_;
+  std::vector<Ring> rings_;  // by RegionGraph::ring_index
   std::vector<uint8_t> issued_, passed_;
+  std::vector<uint32_t> position_;  // by op: a collective's index in its ring's `ops`
   std::vector<uint32_t> seen_, stack_;
   uint32_t stamp_ = 0;
 };

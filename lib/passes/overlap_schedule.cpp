@@ -5,8 +5,6 @@
 #include <stdexcept>
 #include <tuple>
 
-#include <absl/container/flat_hash_map.h>
-
 #include "ir/op_role.h"
 #include "passes/overlap_graph.h"
 #include "passes/overlap_ring_queue.h"
@@ -57,8 +55,8 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     std::priority_queue<Wait, std::vector<Wait>, std::greater<>> waiting;
     std::vector<uint32_t> ready_colls;                       // without ring_reorder, at most one per ring (the chain)
     RingQueues ring_queues(g, cost, opts.ring_reorder);
-    absl::flat_hash_map<int64_t, std::deque<double>> inflight;  // ring -> end times, ascending
-    absl::flat_hash_map<int64_t, double> ring_free;
+    std::vector<std::deque<double>> inflight(g.ring_count);  // by ring index: end times, ascending
+    std::vector<double> ring_free(g.ring_count, 0);
     // Ops by anchor (ScheduleOptions::window), so that the window's edge is one forward scan.
     std::vector<uint32_t> anchor(n), by_anchor(n);
     std::vector<uint32_t> per_anchor(n + 1, 0);
@@ -82,7 +80,10 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     };
     auto release = [&](uint32_t i) {
       released[i] = 1;
-      if (g.ring[i] >= 0) return ready_colls.push_back(i);
+      if (g.ring[i] >= 0) {
+        ring_queues.released(i);
+        return ready_colls.push_back(i);
+      }
       double r = readyTime(i);
       if (r <= now) available.emplace(1 - g.feeds_coll[i], -g.level[i], i);
       else waiting.emplace(r, 1 - g.feeds_coll[i], -g.level[i], i);
@@ -109,13 +110,13 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
         issued = false;
         for (size_t k = 0; k < ready_colls.size(); ++k) {
           uint32_t c = ready_colls[k];
-          auto& q = inflight[g.ring[c]];
+          auto& q = inflight[g.ring_index[c]];
           while (!q.empty() && q.front() <= now) q.pop_front();
           if (int64_t(q.size()) >= opts.max_in_flight) {
             inflight_blocked[c] = 1;
             continue;
           }
-          double& free = ring_free[g.ring[c]];
+          double& free = ring_free[g.ring_index[c]];
           const double start = std::max({now, readyTime(c), free});
           if (!ring_queues.mayIssue(c, now, start, released, done, finish)) continue;
           ring_queues.issued(c);
@@ -147,7 +148,7 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
       // Nothing can run now: wait for the earliest collective result or ring slot.
       double next = waiting.empty() ? -1 : std::get<0>(waiting.top());
       for (uint32_t c : ready_colls) {
-        const auto& q = inflight[g.ring[c]];
+        const auto& q = inflight[g.ring_index[c]];
         if (!q.empty() && (next < 0 || q.front() < next)) next = q.front();
       }
       if (next < 0)
