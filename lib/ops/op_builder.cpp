@@ -133,7 +133,13 @@ NewOp& NewOp::stream(std::string_view s) { return setExecutionStream(op_, job_, 
 Op* NewOp::insertAt(Block& block, Block::OpIter pos) {
   if (inserted_) throw std::logic_error("NewOp: " + std::string(op_.type) + " was inserted already");
   inserted_ = true;
-  for (NewOp& c : constants_) c.insertAt(block, pos);
+  for (NewOp& c : constants_) {
+    // A constant operand belongs to its op's phase and scope: without them it would cut the op's
+    // run of backward ops in two for the passes that schedule by phase.
+    for (std::string_view key : {"op_role", "op_namescope"})
+      if (const auto* raw = op_.attrs.find(key); raw && !c.op_.attrs.find(key)) c.op_.attrs.setRaw(job_.arena, key, *raw);
+    c.insertAt(block, pos);
+  }
   return block.insertOp(pos, std::move(op_));
 }
 Op* NewOp::insertBefore(Op& pos) { return insertAt(*pos.block, pos.self); }

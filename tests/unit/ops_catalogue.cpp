@@ -10,6 +10,7 @@
 #include "analysis/comm_stats.h"
 #include "analysis/cost_model.h"
 #include "io/loader.h"
+#include "ir/op_role.h"
 #include "ops/op_builder.h"
 #include "ops/op_verify.h"
 #include "ops/op_view.h"
@@ -131,6 +132,13 @@ TEST_CASE("the builder writes the program's dialect", "[ops][builder]") {
   CHECK(shape->writers[0]->type == "pd_op.full_int_array");
   CHECK(OpView(*r).attrs.getIntArray("shape") == std::vector<int64_t>{4, 8});
   CHECK_FALSE(checkOpDefinition(OpView(*r)));
+  // The constant takes the phase of the op it feeds (else it would split a run of backward ops).
+  Var* flat2 = ob.freshVar("flat2", {4, 8}, DType::BFloat16);
+  Var* xshape2 = ob.freshVar("flat2_xshape", {0, 4, 1, 8}, DType::BFloat16);
+  Op* rb = ob.create(opDef("reshape")).input("X", {full}).output("Out", {flat2}).output("XShape", {xshape2})
+               .attrInts("shape", {4, 8}).attrInt("op_role", 1).insertAt(b, b.ops.end());
+  REQUIRE(rb->in("in1"));
+  CHECK(phaseOf(*rb->in("in1")->writers[0]) == Phase::Backward);
   // A clone is the same op, to edit and insert.
   Op* again = ob.clone(*r).insertAt(b, b.ops.end());
   CHECK(again->type == r->type);
