@@ -41,7 +41,7 @@ struct CommFacts {
   std::optional<PointToPoint> p2p;
 };
 
-class OpFactsCache {
+class OpFactsCache final : public RingFacts {
  public:
   OpFactsCache() = default;  // facts only: cost() needs a model
   explicit OpFactsCache(const HardwareModel& m) : model_(&m) {}
@@ -56,6 +56,12 @@ class OpFactsCache {
     if (!e.known) fill(op, e);
     return e.facts;
   }
+  // RingFacts, for RingOrder.
+  std::optional<int64_t> ringOf(const Op& op) override {
+    const OpFacts& f = facts(op);
+    return f.communicates ? std::optional<int64_t>(comm(f).ring_id) : std::nullopt;
+  }
+  CollectiveSig signatureOfCollective(const Op& op) override { return comm(facts(op)).sig; }
   // Drops what was read of `op` (its attrs or dist_attr changed); its cost stays.
   void forget(const Op& op) { entry(op).known = false; }
   // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.

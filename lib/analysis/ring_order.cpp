@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "analysis/op_facts.h"
-
 namespace spopt {
 
 CollectiveSig signatureOf(const Op& op) {
@@ -54,7 +52,7 @@ Agreement agreeAt(const Ring& ring, size_t k, const MemberCheck& refuses) {
   return a;
 }
 
-RingOrder::RingOrder(const Job& job, OpFactsCache* facts) : facts_(facts) {
+RingOrder::RingOrder(const Job& job, RingFacts* facts) : facts_(facts) {
   by_program_.resize(job.programs.size());
   place_of_.resize(job.programs.size());
   std::map<int64_t, Ring> rings;
@@ -63,7 +61,7 @@ RingOrder::RingOrder(const Job& job, OpFactsCache* facts) : facts_(facts) {
     if (facts) {  // collectivesByRing's walk, on the cache
       for (const auto& b : p->blocks)
         for (const Op& op : b->ops)
-          if (const OpFacts& f = facts->facts(op); f.communicates) mine[facts->comm(f).ring_id].push_back(&op);
+          if (std::optional<int64_t> ring = facts->ringOf(op)) mine[*ring].push_back(&op);
     } else {
       mine = collectivesByRing(*p);
     }
@@ -110,10 +108,8 @@ std::optional<RingPlace> RingOrder::placeOf(const Op& op) const {
 }
 
 CollectiveSig RingOrder::signature(const Op& op) const {
-  if (!facts_) return signatureOf(op);
-  const OpFacts& f = facts_->facts(op);
-  if (!f.communicates) return signatureOf(op);  // signatureOf's error for an op that does not communicate
-  return facts_->comm(f).sig;
+  if (!facts_ || !facts_->ringOf(op)) return signatureOf(op);  // (signatureOf's error for an op that does not communicate)
+  return facts_->signatureOfCollective(op);
 }
 
 Divergence RingOrder::compare(const Ring& r, const std::vector<std::pair<int64_t, std::vector<CollectiveSig>>>& seqs) const {

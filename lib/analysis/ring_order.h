@@ -9,8 +9,8 @@
 //
 // Build a RingOrder once per job (linear: one walk over every op); it views the job, so rebuild it
 // after changing the job (positions used by the insertion check come from Block::indexOf). Given
-// an OpFactsCache (op_facts.h), it reads each op's ring and signature there instead of parsing the
-// op's attributes again; the cache must outlive it.
+// a RingFacts (an OpFactsCache, op_facts.h, is one), it reads each op's ring and signature there
+// instead of parsing the op's attributes again; the source must outlive it.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,7 +23,6 @@
 
 namespace spopt {
 
-class OpFactsCache;
 
 // What must match across ranks at an aligned position (what the verifier compares): kind, reduce
 // op, and the input's dtype and element count.
@@ -93,9 +92,20 @@ struct Divergence {
   std::string what;      // "rank 0 issues all-reduce float32[8] at #3, rank 1 issues all-gather float32[8]"
 };
 
+// Where a RingOrder may read what it would otherwise parse from each op's attributes: an interface,
+// so that this layer (the verifier's) does not depend on the analysis layer's cache.
+class RingFacts {
+ public:
+  virtual ~RingFacts() = default;
+  // The ring id of `op` when it is a collective that communicates, else nullopt.
+  virtual std::optional<int64_t> ringOf(const Op& op) = 0;
+  // signatureOf(op) for an op ringOf names.
+  virtual CollectiveSig signatureOfCollective(const Op& op) = 0;
+};
+
 class RingOrder {
  public:
-  explicit RingOrder(const Job& job, OpFactsCache* facts = nullptr);
+  explicit RingOrder(const Job& job, RingFacts* facts = nullptr);
 
   const std::vector<Ring>& rings() const { return rings_; }  // ascending ring id
   const Ring* ring(int64_t ring_id) const;                    // null when no op or group names it
@@ -116,7 +126,7 @@ class RingOrder {
  private:
   Divergence compare(const Ring& r, const std::vector<std::pair<int64_t, std::vector<CollectiveSig>>>& seqs) const;
   CollectiveSig signature(const Op& op) const;
-  OpFactsCache* facts_ = nullptr;
+  RingFacts* facts_ = nullptr;
   std::vector<Ring> rings_;
   std::map<int64_t, size_t> index_;                             // ring id -> rings_ index
   std::vector<std::map<int64_t, std::vector<const Op*>>> by_program_;  // [program position]

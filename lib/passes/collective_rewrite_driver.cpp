@@ -167,7 +167,7 @@ void CandidateTable::report(PassContext& ctx) const {
   }
 }
 
-Refusal checkRingOrders(const Job& job, const RingOrder& before, OpFactsCache* facts) {
+Refusal checkRingOrders(const Job& job, const RingOrder& before, RingFacts* facts) {
   RingOrder after(job, facts);
   for (const Ring& r : after.rings()) {
     std::map<int64_t, std::vector<const Op*>> per_rank;

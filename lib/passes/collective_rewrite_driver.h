@@ -145,6 +145,6 @@ class CollectiveRewriteDriver : public CandidateTable {
 // on every member (the same signatures, and the same permutation of the aligned positions `before`
 // recorded), else a ring-order refusal saying where it differs. `facts`, when given, supplies each
 // op's ring and signature (RingOrder's cache).
-Refusal checkRingOrders(const Job& job, const RingOrder& before, OpFactsCache* facts = nullptr);
+Refusal checkRingOrders(const Job& job, const RingOrder& before, RingFacts* facts = nullptr);
 
 }  // namespace spopt
