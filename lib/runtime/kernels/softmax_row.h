@@ -95,46 +95,48 @@ template <bool Contiguous> double expSumF64(const double* x, double* o, int64_t 
   return laneSum(n, [&](int64_t k) { return o[k * st]; });
 }
 
-// One softmax row of `len` (>= 1) elements `stride` apart; Contiguous (stride 1, the usual last
-// axis) is a compile-time case so its loops vectorise. The max, then the shifted exponentials and
-// their sum in T (float32 as Paddle computes it, above), then a multiply by 1 / sum in T. Returns
-// the row's max and the sum (log-softmax is x - max - log sum).
+// One softmax row of `len` (>= 1) elements `stride` apart, in its three steps; Contiguous (stride
+// 1, the usual last axis) is a compile-time case so its loops vectorise. The max, then the shifted
+// exponentials and their sum in T (float32 as Paddle computes it, above), then a multiply by
+// 1 / sum in T.
+template <typename T, bool Contiguous> T softmaxRowMax(const T* row, int64_t len, int64_t stride) {
+  if constexpr (Contiguous) return contiguousMax(row, len);
+  else return laneMax<T>(len, [&](int64_t k) { return row[k * stride]; });
+}
+template <typename T, bool Contiguous> T softmaxRowExpSum(const T* row, T* orow, int64_t len, int64_t stride, T m) {
+  if constexpr (std::is_same_v<T, float>) return expSumF32<Contiguous>(row, orow, len, stride, m);
+  else return expSumF64<Contiguous>(row, orow, len, stride, m);
+}
+template <typename T, bool Contiguous> void softmaxRowScale(T* orow, int64_t len, int64_t stride, T sum) {
+  const int64_t st = Contiguous ? 1 : stride;
+  const T inv = T(1) / sum;
+  for (int64_t k = 0; k < len; ++k) orow[k * st] *= inv;
+}
+
+// The three steps on one row. Returns the row's max and the sum (log-softmax is x - max - log sum).
 template <typename T, bool Contiguous>
 SoftmaxRowStats softmaxRow(const T* row, T* orow, int64_t len, int64_t stride) {
   const int64_t st = Contiguous ? 1 : stride;
-  T m;
-  if constexpr (Contiguous) m = contiguousMax(row, len);
-  else m = laneMax<T>(len, [&](int64_t k) { return row[k * st]; });
-  T sum;
-  if constexpr (std::is_same_v<T, float>) sum = expSumF32<Contiguous>(row, orow, len, st, m);
-  else sum = expSumF64<Contiguous>(row, orow, len, st, m);
-  const T inv = T(1) / sum;
-  for (int64_t k = 0; k < len; ++k) orow[k * st] *= inv;
+  const T m = softmaxRowMax<T, Contiguous>(row, len, st);
+  const T sum = softmaxRowExpSum<T, Contiguous>(row, orow, len, st, m);
+  softmaxRowScale<T, Contiguous>(orow, len, st, sum);
   return {double(m), double(sum)};
 }
 
 // softmaxRow over `rows` consecutive contiguous rows of `len` (>= 1) elements, stats[r] each
-// (may be null). Rows go in groups of four, each step (max, exponentials and sum, scale) taken
-// for the four before the next: a short row's steps are each a chain of dependent vector
-// operations (the exponential's polynomial, the lane trees, the division), and four independent
-// chains side by side keep the vector units busy where one leaves them waiting. Each row's
-// operations are softmaxRow's, so the bits are too.
+// (may be null). Rows go in groups of four, each step taken for the four before the next: a short
+// row's steps are each a chain of dependent vector operations (the exponential's polynomial, the
+// lane trees, the division), and four independent chains side by side keep the vector units busy
+// where one leaves them waiting. Each row's operations are softmaxRow's, so the bits are too.
 template <typename T> void softmaxRows(const T* x, T* o, int64_t len, int64_t rows, SoftmaxRowStats* stats) {
   constexpr int64_t kGroup = 4;
   int64_t r = 0;
   for (; r + kGroup <= rows; r += kGroup) {
     T m[kGroup], sum[kGroup];
-    for (int64_t g = 0; g < kGroup; ++g) m[g] = contiguousMax(x + (r + g) * len, len);
+    for (int64_t g = 0; g < kGroup; ++g) m[g] = softmaxRowMax<T, true>(x + (r + g) * len, len, 1);
+    for (int64_t g = 0; g < kGroup; ++g) sum[g] = softmaxRowExpSum<T, true>(x + (r + g) * len, o + (r + g) * len, len, 1, m[g]);
     for (int64_t g = 0; g < kGroup; ++g) {
-      const T* xr = x + (r + g) * len;
-      T* orow = o + (r + g) * len;
-      if constexpr (std::is_same_v<T, float>) sum[g] = expSumF32<true>(xr, orow, len, 1, m[g]);
-      else sum[g] = expSumF64<true>(xr, orow, len, 1, m[g]);
-    }
-    for (int64_t g = 0; g < kGroup; ++g) {
-      const T inv = T(1) / sum[g];
-      T* orow = o + (r + g) * len;
-      for (int64_t k = 0; k < len; ++k) orow[k] *= inv;
+      softmaxRowScale<T, true>(o + (r + g) * len, len, 1, sum[g]);
       if (stats) stats[r + g] = {double(m[g]), double(sum[g])};
     }
   }
