@@ -65,18 +65,13 @@ class Values {
     t_[v.id] = std::move(t);
     if (current_ > peak_) peak_ = current_;
   }
-  // Two streams may read a program input first at once: one fills it.
-  template <typename Make>
-  void fillOnce(const Var& v, Make make) {
-    {
-      std::lock_guard lk(mu_);
-      if (!t_[v.id].empty()) return;
-    }
-    Tensor t = make();
+  // A program input's value, made before the step, at its first read. Two streams may read it
+  // first at once: one moves it in.
+  void adopt(const Var& v, Tensor& prepared) {
     std::lock_guard lk(mu_);
-    if (!t_[v.id].empty()) return;
-    current_ += t.bytes();
-    t_[v.id] = std::move(t);
+    if (!t_[v.id].empty() || prepared.empty()) return;
+    current_ += prepared.bytes();
+    t_[v.id] = std::move(prepared);
     if (current_ > peak_) peak_ = current_;
   }
   void release(const Var& v) {
@@ -107,6 +102,7 @@ class RankExecutor {
   RankRun run() {
     RankRun run;
     run.rank = p_.rank;
+    prepareInputs();
     t0_ = Clock::now();
     if (!plan_.multi()) {
       runOps(0);
@@ -143,6 +139,7 @@ class RankExecutor {
   struct StreamState {
     uint32_t done = 0;     // ops finished, in stream order (guarded by mu_)
     bool running = false;  // inside a kernel or a collective (guarded by mu_)
+    uint32_t awaited = 0;  // streams blocked in waitFor until this one progresses (guarded by mu_)
   };
 
   const Program& p_;
@@ -151,6 +148,7 @@ class RankExecutor {
   const ExecOptions& o_;
   const StreamPlan plan_;
   Values values_;
+  std::vector<Tensor> prepared_;  // by Var::id: program inputs made before the step, until their first read
   FusedViews fused_{b_};
   std::vector<std::atomic<uint32_t>> remaining_;  // by Var::id: ops still to use it
   std::mutex mu_;
@@ -266,7 +264,9 @@ class RankExecutor {
                                std::string(plan_.ops[w.op]->type) + "' (op " + std::to_string(w.op) + ") on stream '" +
                                plan_.names[w.stream] + "', which does not progress");
         }
+        ++streams_[w.stream].awaited;
         cv_.wait_for(lk, kPollInterval);
+        --streams_[w.stream].awaited;
       }
     }
   }
@@ -275,8 +275,12 @@ class RankExecutor {
     if (!plan_.multi()) return;
     std::lock_guard lk(mu_);
     streams_[s].running = on;
-    if (!on) streams_[s].done += ops;
-    cv_.notify_all();
+    if (on) return;
+    streams_[s].done += ops;
+    // Only a stream waiting for this one is woken: on two cores, waking the comm stream at every
+    // compute op had doubled the gap between ops (its thread takes a core to find nothing to do).
+    // Whether a stream is running matters only to a waiter's timeout, which polls.
+    if (streams_[s].awaited) cv_.notify_all();
   }
 
   void runOp(size_t index, uint32_t s) {
@@ -378,12 +382,26 @@ class RankExecutor {
     setRunning(s, false);
   }
 
-  // Inputs: generate program inputs on first buffer read (a shape-only read needs none).
+  // A training step finds its parameters and batch already in memory, and the cost model times
+  // none of their making: every program input an op reads as a buffer is generated before the
+  // clock starts. It is handed over at its first read and counted in the peak from then, as the
+  // liveness the memory budget checks has it.
+  void prepareInputs() {
+    prepared_.resize(p_.next_var_id);
+    for (const Op* op : plan_.ops)
+      forEachBufferInput(*op, [&](const Var& v) {
+        if (prepared_[v.id].empty()) prepared_[v.id] = programInput(v, p_.rank, o_);
+      });
+  }
   void fillInputs(const Op& op) {
+    forEachBufferInput(op, [&](const Var& v) { values_.adopt(v, prepared_[v.id]); });
+  }
+  template <typename F>
+  void forEachBufferInput(const Op& op, F f) {
     for (const Slot& sl : op.inputs)
       if (readsBuffer(op, sl.name))
         for (const Arg& a : sl.args)
-          if (a.var && plan_.is_input[a.var->id]) values_.fillOnce(*a.var, [&] { return programInput(*a.var, p_.rank, o_); });
+          if (a.var && plan_.is_input[a.var->id]) f(*a.var);
   }
 
   // Rounds, traces and stores an op's outputs, then releases what it used last.
