@@ -79,17 +79,19 @@ struct Block;
 struct Program;
 struct Job;
 
+// What the analyses read of every var and op on each walk (ids, block, dtype, shape, slots) comes
+// first in Var and Op, on the object's first cache line; the attrs, read rarely, after.
 struct Var {
-  std::string_view name;
-  std::vector<int64_t> shape;
+  uint32_t id = 0;       // unique within the program
   DType dtype = DType::Float32;
   bool persistable = false;
+  bool removed = false;  // removed vars are skipped by the writer
+  Block* block = nullptr;
+  std::string_view name;
+  std::vector<int64_t> shape;
   JsonObject dist_attr;  // meaningful when hasField(fields, "dist_attr")
   Fields fields;
 
-  Block* block = nullptr;
-  uint32_t id = 0;       // unique within the program
-  bool removed = false;  // removed vars are skipped by the writer
   OpList readers, writers;  // def-use, in no particular order
 
   // -1 if any dim is unknown; the int64 maximum if the product overflows (the verifier rejects
@@ -113,16 +115,16 @@ struct Slot {
 
 struct Op {
   uint32_t id = 0;  // stable identity within the program across edits
+  // Index in block->ops, valid while the block's position cache is clean (Block::indexOf).
+  mutable uint32_t cached_index = 0;
+  Block* block = nullptr;
   std::string_view type;
   std::vector<Slot> inputs, outputs;
   JsonObject attrs;
   JsonObject dist_attr;  // meaningful when hasField(fields, "dist_attr")
   Fields fields;
 
-  Block* block = nullptr;
   std::list<Op>::iterator self;  // position in block->ops
-  // Index in block->ops, valid while the block's position cache is clean (Block::indexOf).
-  mutable uint32_t cached_index = 0;
 
   const Slot* input(std::string_view slot) const;
   const Slot* output(std::string_view slot) const;
