@@ -23,7 +23,6 @@
 
 namespace spopt {
 
-
 // What must match across ranks at an aligned position (what the verifier compares): kind, reduce
 // op, and the input's dtype and element count.
 struct CollectiveSig {

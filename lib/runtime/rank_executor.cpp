@@ -345,7 +345,7 @@ class RankExecutor {
       }
     } else if (OpView view(op); view.has(trait::Source)) {
       // pd_op.data, builtin.parameter: the program's inputs, fed as replay feeds any input.
-      for (auto& [v, t] : outs) t = programInput(*v, p.rank, o_);
+      for (auto& [v, t] : outs) t = prepared_[v->id].empty() ? programInput(*v, p.rank, o_) : std::move(prepared_[v->id]);
     } else {
       KernelFn fn = view.def() ? kernelFor(*view.def()) : nullptr;
       if (!fn) fail("replay does not support this op");
@@ -383,15 +383,19 @@ class RankExecutor {
   }
 
   // A training step finds its parameters and batch already in memory, and the cost model times
-  // none of their making: every program input an op reads as a buffer is generated before the
-  // clock starts. It is handed over at its first read and counted in the peak from then, as the
-  // liveness the memory budget checks has it.
+  // none of their making: every program input (a var an op reads as a buffer before any op writes
+  // it, or a source op's output: pd_op.data, builtin.parameter) is generated before the clock
+  // starts. It is handed over at its first read, or when its source op runs, and counted in the
+  // peak from then, as the liveness the memory budget checks has it.
   void prepareInputs() {
     prepared_.resize(p_.next_var_id);
-    for (const Op* op : plan_.ops)
-      forEachBufferInput(*op, [&](const Var& v) {
-        if (prepared_[v.id].empty()) prepared_[v.id] = programInput(v, p_.rank, o_);
-      });
+    auto prepare = [&](const Var& v) {
+      if (prepared_[v.id].empty()) prepared_[v.id] = programInput(v, p_.rank, o_);
+    };
+    for (const Op* op : plan_.ops) {
+      forEachBufferInput(*op, prepare);
+      if (OpView(*op).has(trait::Source)) forEachArg(op->outputs, prepare);
+    }
   }
   void fillInputs(const Op& op) {
     forEachBufferInput(op, [&](const Var& v) { values_.adopt(v, prepared_[v.id]); });
