@@ -23,7 +23,7 @@ namespace {
 struct Options {
   std::string in, out;
   std::string passes{kDefaultPipeline};
-  bool stats = false, explain = false, print_after_all = false, dry_run = false, split_input_file = false;
+  bool stats = false, timing = false, explain = false, print_after_all = false, dry_run = false, split_input_file = false;
   std::string report;
   std::string emit;  // json or text; empty: text when OUT ends in .sptxt
   std::vector<std::string> print_after;
@@ -71,6 +71,12 @@ void printStats(const PipelineResult& res, double load_ms) {
   }
 }
 
+// --timing: each pass's wall time and the verifier's after it, as MLIR's -mlir-timing prints them.
+void printTiming(const PipelineResult& res, double load_ms) {
+  std::cerr << "pass timing (load+verify " << ms(load_ms) << "):\n";
+  for (const PassRun& r : res.runs) std::cerr << "  " << r.text << ": " << ms(r.time_ms) << " (verify " << ms(r.verify_ms) << ")\n";
+}
+
 nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, const PipelineResult& res, size_t ops_before,
                                   size_t ops_after, double load_ms) {
   using J = nlohmann::ordered_json;
@@ -110,6 +116,7 @@ nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, co
 PassManagerOptions passManagerOptions(const Options& o) {
   PassManagerOptions pm;
   pm.collect_explain = o.explain || !o.report.empty();
+  pm.collect_statistics = o.stats || !o.report.empty();
   if (o.print_after_all || !o.print_after.empty()) {
     pm.after_pass = [&o](const std::string& pass, const Job& j) {
       bool wanted = o.print_after_all;
@@ -123,6 +130,7 @@ PassManagerOptions passManagerOptions(const Options& o) {
 // --stats, --explain and a broken invariant, on stderr; the exit code of the run.
 int reportRun(const Options& o, const std::string& in, const PipelineResult& res, double load_ms) {
   if (o.stats) printStats(res, load_ms);
+  if (o.timing) printTiming(res, load_ms);
   if (o.explain)
     for (const PassRun& r : res.runs)
       for (const ExplainRecord& e : r.explain) std::cerr << explainLine(r.name, e) << '\n';
@@ -197,6 +205,8 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                                           "; see `sp-opt passes`)")
                            ->expected(0, 1);
                        sub.add_flag("--stats", o->stats, "Per pass: time, candidates, rewritten, refused by reason (stderr)");
+                       sub.add_flag("--timing", o->timing,
+                                    "Per pass: time and the verifier's after it (stderr), without collecting statistics");
                        sub.add_flag("--explain", o->explain, "Every candidate not rewritten, and why (stderr)");
                        sub.add_option("--report", o->report, "Write statistics and explanations as JSON to this file");
                        sub.add_option("--emit", o->emit, "Format of OUT: json or text (default: text when OUT ends in .sptxt, else json)")

@@ -34,8 +34,9 @@ Var* flatten2d(OpBuilder& b, Var* v, Op& before, const Op& like) {
 }  // namespace
 
 std::string matmulGradSplitRefusal(const Op& original) {
+  static const OpDef& matmul_grad = opDef("matmul_grad");
+  if (!isA(original, matmul_grad)) return "not a matmul gradient";  // before the view: most ops are asked
   OpView op(original);
-  if (!op.is(opDef("matmul_grad"))) return "not a matmul gradient";
   if (op.attrs.getBool("trans_x").value_or(false)) return "trans_x is set (only X op(Y) is split)";
   Var* x = op.in("X");
   Var* y = op.in("Y");

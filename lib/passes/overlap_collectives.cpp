@@ -59,9 +59,12 @@ class OverlapCollectives final : public Pass {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
-    RingOrder ring_before(job, &facts);
-    StepTimeline sim_before = simulate(job, facts);
+    // The job before the pass is simulated for the statistics only; the one after is the check
+    // that the new orders cannot hang across rings, and is always made.
+    const bool statistics = ctx.collectingStatistics();
+    StepTimeline sim_before = statistics ? simulate(job, facts) : StepTimeline{};
     bool changed = false;
+    bool rings_reordered = false;  // some region of the final schedules issues a ring's collectives in a new order
     struct Placed {
       std::vector<Op*> original, now;
     };
@@ -81,18 +84,29 @@ class OverlapCollectives final : public Pass {
         for (Op* op : r) has_comm = has_comm || commRing(*op, &facts).has_value();
       if (!has_comm) continue;
       std::vector<uint32_t> pos(p->next_op_id, 0);
-      for (Op& op : entry.ops) pos[op.id] = uint32_t(entry.indexOf(&op));
+      uint32_t at = 0;
+      for (Op& op : entry.ops) pos[op.id] = at++;
       int64_t peak_before = peakBytes(*p, {true, &facts});
       int64_t& peak_after = peak_after_[p->position];
       if (opts_.split_grads) {
         size_t split = 0;
-        for (auto& r : regions)
+        for (auto& r : regions) {
+          // A split puts its ops at the grad op's place: the region is still the run between the
+          // same two ops outside it (or the block's ends).
+          Op* before = r.front()->self == entry.ops.begin() ? nullptr : &*std::prev(r.front()->self);
+          Op* after = std::next(r.back()->self) == entry.ops.end() ? nullptr : &*std::next(r.back()->self);
+          size_t split_here = 0;
           for (Op* op : r)
-            if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(job, *op), ++split;
+            if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(job, *op), ++split_here;
+          if (!split_here) continue;
+          split += split_here;
+          r.clear();
+          for (auto it = before ? std::next(before->self) : entry.ops.begin(); it != (after ? after->self : entry.ops.end()); ++it)
+            r.push_back(&*it);
+        }
         if (split) {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
-          regions = scheduleRegions(entry, phases, &facts);
         }
       }
       std::vector<std::vector<double>> costs;
@@ -105,14 +119,17 @@ class OverlapCollectives final : public Pass {
       const BufferAliases& aliases = *aliases_of[p->position];
       std::vector<CollectiveOutcome> mine;
       absl::flat_hash_map<const Op*, CollectiveOutcome> first;  // under the first (widest) window
+      bool reordered_here = false;
       for (;;) {
         mine.clear();
+        reordered_here = false;
         auto& pl = placed[p->position];
         pl.clear();
         for (size_t i = 0; i < regions.size(); ++i) {
           RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases, &facts, opts_.ring_reorder});
           applyOrder(regions[i], s.order);
           pl.push_back({regions[i], s.order});
+          reordered_here = reordered_here || s.ring_order_changed;
           mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
         }
         if (first.empty())
@@ -134,12 +151,23 @@ class OverlapCollectives final : public Pass {
           bool as_exposed = it != first.end() && it->second.limit != Limit::None && c.exposed_s <= it->second.exposed_s * 1.001;
           c.limit = as_exposed ? it->second.limit : Limit::MemoryCap;
         }
+      rings_reordered = rings_reordered || reordered_here;
       outcomes.insert(outcomes.end(), mine.begin(), mine.end());
       input_pos.emplace_back(p.get(), std::move(pos));
     }
 
-    // Unchanged orders (no program had a collective to schedule) are the input's, already verified.
-    Refusal revert = input_pos.empty() ? Refusal{} : checkRingOrders(job, ring_before, &facts);
+    // Where no schedule changed a ring's own order (splitting grads and assigning streams change no
+    // collective), each ring keeps the input's order, already verified: only a reorder is checked
+    // across ranks, against the orders before (the regions' original orders, put back meanwhile).
+    Refusal revert;
+    if (rings_reordered) {
+      for (auto& pl : placed)
+        for (auto& x : pl) applyOrder(x.now, x.original);
+      RingOrder ring_before(job, &facts);
+      for (auto& pl : placed)
+        for (auto& x : pl) applyOrder(x.original, x.now);
+      revert = checkRingOrders(job, ring_before, &facts);
+    }
     if (!revert.empty() && opts_.ring_reorder) {
       // The ranks of a ring chose different orders: schedule again with each ring's order kept.
       for (auto& pl : placed)
@@ -170,14 +198,14 @@ class OverlapCollectives final : public Pass {
     if (!revert.empty()) {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
-      sim_after = simulate(job, facts);
+      sim_after = statistics ? simulate(job, facts) : StepTimeline{};
     }
     for (auto& pl : placed)
       for (auto& x : pl) changed = changed || x.now != x.original;
     changed = changed || moved > 0 || events > 0;
     if (events) ctx.stats.notes["inplace-event"] += events;
     report(ctx, outcomes, input_pos, revert);
-    Stats stats = simulated(sim_before, sim_after);
+    Stats stats = statistics ? simulated(sim_before, sim_after) : Stats{};
     if (!outcomes.empty()) {  // the worst rank's peak, of the programs scheduled
       stats.peak_before = *std::max_element(peak_before_.begin(), peak_before_.end());
       stats.peak_after = *std::max_element(peak_after_.begin(), peak_after_.end());

@@ -174,6 +174,13 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
   out.order.reserve(n);
   for (uint32_t i : order) out.order.push_back(region[i]);
   for (uint32_t i = 0; i < n && !out.changed; ++i) out.changed = order[i] != i;
+  std::vector<int64_t> last_of_ring(g.ring_count, -1);  // by ring index: the original position issued last
+  for (uint32_t i : order) {
+    if (g.ring[i] < 0) continue;
+    int64_t& last = last_of_ring[g.ring_index[i]];
+    out.ring_order_changed = out.ring_order_changed || int64_t(i) < last;
+    last = i;
+  }
   return out;
 }
 

@@ -56,10 +56,15 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
 }
 
 void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order) {
-  if (region.empty()) return;
+  // Only the ops between the first and the last place where the orders differ move: a region that
+  // keeps its order journals no move, so the verifier after the pass re-checks no ring for it.
+  size_t first = 0, last = order.size();
+  while (first < last && region[first] == order[first]) ++first;
+  while (last > first && region[last - 1] == order[last - 1]) --last;
+  if (first == last) return;
   Block& b = *region.front()->block;
-  Block::OpIter end = std::next(region.back()->self);
-  for (Op* op : order) b.moveOp(op, end);
+  Block::OpIter before = last < region.size() ? region[last]->self : std::next(region.back()->self);
+  for (size_t i = first; i < last; ++i) b.moveOp(order[i], before);
 }
 
 namespace {

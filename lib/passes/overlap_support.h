@@ -40,7 +40,8 @@ std::optional<RegionPhases> regionPhasesNamed(std::string_view name);
 std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases, OpFactsCache* facts = nullptr);
 
 // Puts `order` (a permutation of `region`, which is contiguous in its block in this order) in place
-// of `region`. O(region) splices; ids and def-use unchanged.
+// of `region`. Splices only the ops between the first and the last place the two differ; ids and
+// def-use unchanged.
 void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order);
 
 // Puts every communicating collective of `regions` (regions of one block, whose views `aliases`
@@ -99,6 +100,7 @@ struct RegionSchedule {
   std::vector<CollectiveOutcome> collectives;  // in issue order
   double before_s = 0, after_s = 0;            // the region's simulated time, original order and new
   bool changed = false;
+  bool ring_order_changed = false;  // some ring's collectives are issued in another relative order
 };
 
 // Top-down list scheduling of one region on one rank against per-op costs (seconds; `cost[i]` of

@@ -147,10 +147,15 @@ struct PassStats {
 class PassContext {
  public:
   // `statistics`: the pass's declared statistics (PassInfo::statistics); publish() reports them.
-  explicit PassContext(bool collect_explain = false, const std::vector<StatisticSpec>* statistics = nullptr)
-      : collect_explain_(collect_explain), statistics_(statistics) {}
+  // `collect_statistics`: whether anyone reads the figures (--stats, --report).
+  explicit PassContext(bool collect_explain = false, const std::vector<StatisticSpec>* statistics = nullptr,
+                       bool collect_statistics = true)
+      : collect_explain_(collect_explain), collect_statistics_(collect_statistics), statistics_(statistics) {}
   // Building reason strings costs time on million-op jobs: passes ask before formatting them.
   bool explaining() const { return collect_explain_; }
+  // A statistic that costs work of its own (a whole-job simulation before the pass) is computed
+  // only when its figures are read, as LLVM's passes ask AreStatisticsEnabled().
+  bool collectingStatistics() const { return collect_statistics_; }
 
   void countCandidate() { ++stats.candidates; }
   void countRewritten() { ++stats.rewritten; }
@@ -175,6 +180,7 @@ class PassContext {
 
  private:
   bool collect_explain_;
+  bool collect_statistics_;
   const std::vector<StatisticSpec>* statistics_;
 };
 

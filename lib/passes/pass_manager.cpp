@@ -17,7 +17,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     PassRun run;
     run.name = cp.info->name;
     run.text = cp.text();
-    PassContext ctx(opts.collect_explain, &cp.info->statistics);
+    PassContext ctx(opts.collect_explain, &cp.info->statistics, opts.collect_statistics);
     auto pass = cp.info->create(cp.options);
     EditJournal journal;
     struct Attach {  // detached however the pass ends

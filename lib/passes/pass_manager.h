@@ -30,6 +30,7 @@ struct PipelineResult {
 
 struct PassManagerOptions {
   bool collect_explain = false;
+  bool collect_statistics = true;  // PassContext::collectingStatistics
   bool verify_each = true;  // off only in unit tests that inspect a broken job
   // Called after each pass (and its verification) with the pass name: --print-after.
   std::function<void(const std::string& pass, const Job&)> after_pass;

@@ -5,6 +5,9 @@
 #include "io/text_reader.h"
 #include "passes/matmul_grad_split.h"
 #include "passes/overlap_support.h"
+#include "passes/pass_manager.h"
+#include "passes/pipeline.h"
+#include "passes/registry.h"
 
 using namespace spopt;
 
@@ -83,13 +86,59 @@ TEST_CASE("ring-reorder issues a ready collective while its ring's earlier one w
   RegionSchedule kept = scheduleRegion(region, cost, {});
   CHECK(at(kept, region[2]) < at(kept, region[3]));
   CHECK(kept.after_s == Approx(5.5));  // relu, relu, ag (2-3 s), pre (3-4.5 s): the add waits for it
+  CHECK_FALSE(kept.ring_order_changed);
   RegionSchedule s = scheduleRegion(region, cost, reorder);
   CHECK(at(s, region[3]) < at(s, region[2]));
+  CHECK(s.ring_order_changed);  // what makes the pass compare ring 0's new order across ranks
   CHECK(s.after_s == Approx(5.0));  // pre (0-1.5 s), then ag (2-3 s): only the first relu waits
   // pre 2.5 s would still be on the link when ag's input is there: it keeps its place.
   cost[3] = 2.5;
   RegionSchedule late = scheduleRegion(region, cost, reorder);
   CHECK(at(late, region[2]) < at(late, region[3]));
+  CHECK_FALSE(late.ring_order_changed);
+}
+
+TEST_CASE("applyOrder moves only the ops between the first and the last difference", "[passes][overlap]") {
+  auto job = job1(
+      "    {Out=[b]} = relu(X=[a]) {op_role=1}\n    {Out=[c]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[d]} = relu(X=[a]) {op_role=1}\n    {Out=[e]} = relu(X=[a]) {op_role=1}\n",
+      "    var a : float32[4]\n    var b : float32[4]\n    var c : float32[4]\n    var d : float32[4]\n    var e : float32[4]\n");
+  auto region = opsOf(*job);
+  EditJournal journal;
+  job->journal = &journal;
+  applyOrder(region, region);
+  CHECK(journal.moved.empty());  // the same order: nothing for the verifier to re-check
+  std::vector<Op*> swapped{region[0], region[2], region[1], region[3]};
+  applyOrder(region, swapped);
+  CHECK(opsOf(*job) == swapped);
+  CHECK(journal.moved == std::vector<Op*>{region[2], region[1]});
+  std::vector<Op*> reversed(region.rbegin(), region.rend());
+  applyOrder(swapped, reversed);
+  CHECK(opsOf(*job) == reversed);
+  job->journal = nullptr;
+}
+
+TEST_CASE("overlap-collectives simulates the job before it only when its statistics are read", "[passes][overlap]") {
+  const std::string text =
+      "sp-opt.program text 1\nworld_size 2\ngroup ring_id=0 ranks=[0,1]\nrank 0..1 fetch=[d] {\n  block 0 parent=-1 {\n"
+      "    var a : float32[64,64]\n    var b : float32[64,64]\n    var bs : float32[64,64]\n    var c : float32[64,64]\n"
+      "    var d : float32[64,64]\n"
+      "    {Out=[c]} = relu(X=[a]) {op_role=1}\n"
+      "    {Out=[bs]} = c_allreduce_sum(X=[b]) {ring_id=0, op_role=1}\n"
+      "    {Out=[d]} = elementwise_add(X=[bs], Y=[c]) {op_role=1}\n  }\n}\n";
+  for (bool statistics : {false, true}) {
+    auto job = readTextJob(text, "test.sptxt");
+    PassManagerOptions opts;
+    opts.collect_statistics = statistics;
+    PipelineResult res = runPipeline(parsePipeline("overlap-collectives", PassRegistry::builtin()), *job, opts);
+    REQUIRE(res.ok);
+    REQUIRE(res.runs.size() == 1);
+    CHECK(res.runs[0].stats.candidates == 2);  // counted either way
+    const auto& figures = res.runs[0].stats.figures;
+    CHECK(figures.count("sim-step-ns-before") == (statistics ? 1u : 0u));
+    CHECK(figures.count("sim-backward-exposed-comm-ns-after") == (statistics ? 1u : 0u));
+    CHECK(figures.count("peak-bytes-before") == 1u);  // the memory cap needs it: always measured
+  }
 }
 
 TEST_CASE("a small window admits the ops that issued collectives uncover", "[passes][overlap]") {
