@@ -3,9 +3,11 @@
 # overlap-collectives, the verifier after each) against the empty pipeline (`--passes=`: load,
 # verify, write only) on generated GPT jobs (tp 4, sequence parallel: every pass of the chain has
 # work) of about 100k, 300k and 1M ops. Per size it prints each pass's µs per op and the
-# verifier's after it (mean of the passes, µs per op), both from `--report` (wall time), the
-# process's user+sys CPU seconds of both pipelines and their ratio (the steadier figure on a
-# shared machine), the wall ratio and the peak RSS of the full chain.
+# verifier's after it (mean of the passes, µs per op), both from `--timing` (wall time; a plain
+# rewrite's work: no statistics collected, no explanations built), the process's user+sys CPU
+# seconds of both pipelines and their ratio (the steadier figure on a shared machine), the wall
+# ratio and the peak RSS of the full chain. A binary without --timing is read through --stats
+# (the same lines; such a binary computed its statistics whether asked or not).
 #
 # With --before OLD, every cell reads "old -> new": both binaries on the same files, their runs
 # interleaved so that the machine's load weighs on both alike; best of SPOPT_BENCH_REPEAT runs
@@ -35,7 +37,7 @@ WORK=$(mktemp -d /tmp/bench-rewrite.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 exec python3 - "$WORK" "$GEN" "$REPEAT" "$SP_OPT" "$BEFORE" $TARGETS <<'PY'
-import json, os, re, subprocess, sys
+import os, re, subprocess, sys
 
 work, gen, repeat, after, before = sys.argv[1:6]
 targets = [int(t) for t in sys.argv[6:]]
@@ -48,28 +50,39 @@ def generate(layers, path):
     return int(re.search(r"(\d+) ops", out).group(1))
 
 def timed(binary, args):
-    """Runs `binary rewrite args`; returns (wall s, user+sys s, peak RSS KiB)."""
+    """Runs `binary rewrite args`; returns (wall s, user+sys s, peak RSS KiB, stderr)."""
     tfile = os.path.join(work, "time.txt")
     r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tfile, binary, "rewrite", *args], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"bench-rewrite: {binary} rewrite {' '.join(args)} failed:\n{r.stderr}")
     wall, user, sys_s, rss = open(tfile).read().split()[-4:]
-    return float(wall), float(user) + float(sys_s), int(rss)
+    return float(wall), float(user) + float(sys_s), int(rss), r.stderr
+
+timing_flag = {}
+def timingFlag(binary):
+    """--timing, or --stats for a binary older than it."""
+    if binary not in timing_flag:
+        r = subprocess.run([binary, "rewrite", "--help"], capture_output=True, text=True)
+        timing_flag[binary] = "--timing" if "--timing" in r.stdout else "--stats"
+    return timing_flag[binary]
+
+PASS_LINE = re.compile(r"^  (\S+): ([0-9.]+) ms \(verify ([0-9.]+) ms\)", re.M)
 
 def measure(binary, job, best):
     """One run of the full chain and one of the empty pipeline; keeps the best of each figure in `best`."""
     def keep(key, v):
         best[key] = min(best.get(key, v), v)
-    report = os.path.join(work, "report.json")
     out = os.path.join(work, "out.json")
-    wall, cpu, rss = timed(binary, [job, out, "--report", report])
+    wall, cpu, rss, err = timed(binary, [job, out, timingFlag(binary)])
     keep("full_wall", wall); keep("full_cpu", cpu); keep("full_rss", rss)
-    passes = json.load(open(report))["passes"]
-    for p in passes:
-        keep("pass:" + p["name"], p["time_ms"])
-    keep("verify", sum(p["verify_ms"] for p in passes) / max(1, len(passes)))
-    best.setdefault("names", [p["name"] for p in passes])
-    wall, cpu, rss = timed(binary, [job, out, "--passes="])
+    passes = [(name, float(t), float(v)) for name, t, v in PASS_LINE.findall(err)]
+    if not passes:
+        sys.exit(f"bench-rewrite: no pass times in {binary}'s output:\n{err}")
+    for name, t, _ in passes:
+        keep("pass:" + name, t)
+    keep("verify", sum(v for _, _, v in passes) / len(passes))
+    best.setdefault("names", [name for name, _, _ in passes])
+    wall, cpu, rss, _ = timed(binary, [job, out, "--passes="])
     keep("empty_wall", wall); keep("empty_cpu", cpu)
 
 # ops = base + per_layer * layers, from two small jobs.

@@ -6,7 +6,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES=(
   build-essential cmake pkg-config python3 python3-jsonschema python3-numpy jq time
   libcli11-dev nlohmann-json3-dev libabsl-dev libsimdjson-dev libspdlog-dev catch2
-  libopenblas-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler
+  libopenblas-dev libopenmpi-dev openmpi-bin libprotobuf-dev protobuf-compiler libjemalloc-dev
   graphviz clang libclang-rt-14-dev chromium llvm-14-tools
 )
 export DEBIAN_FRONTEND=noninteractive

@@ -67,8 +67,15 @@ void OpFactsCache::fill(const Op& op, Entry& e) {
   }
   if (r && r.def->p2p) c.p2p = asPointToPoint(op);
   if (f.communicates || c.p2p) {
-    f.comm = uint32_t(comm_.size());
-    comm_.push_back(std::move(c));
+    // An op read again after forget() (its stream or events changed) keeps its slot: a pass that
+    // moves every collective to a comm stream does not grow the list by as many again.
+    if (e.facts.comm < comm_.size()) {
+      f.comm = e.facts.comm;
+      comm_[f.comm] = std::move(c);
+    } else {
+      f.comm = uint32_t(comm_.size());
+      comm_.push_back(std::move(c));
+    }
   }
   const OpView view(op, r);
   f.many_inputs = op.inputs.size() > 32;

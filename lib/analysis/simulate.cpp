@@ -37,6 +37,31 @@ struct Node {
 };
 static_assert(sizeof(Node) <= 48);
 
+// A member rank the file lacks never arrives: its collectives run when the ranks present reach
+// them (counted as unpaired). A member that is present but issues fewer collectives on the ring
+// would wait forever: the verifier rejects that, and so does this; so is a send or receive
+// without its partner.
+void throwIfUnpaired(const Job& job, const HappensBefore& graph) {
+  if (!graph.unmatched().empty()) {
+    const UnmatchedCollective& u = graph.unmatched().front();
+    const Op& op = *graph.nodes()[graph.instances()[u.instance].members.front()].op;
+    throw InputError(job.path, opPointer(op),
+                     std::string(op.type) + " has no partner on " + std::to_string(u.present - graph.instances()[u.instance].members.size()) +
+                         " member rank(s) of its ring: they issue fewer collectives on it");
+  }
+  if (!graph.unmatchedP2P().empty()) {
+    const Op& op = *graph.nodes()[graph.unmatchedP2P().front()].op;
+    throw InputError(job.path, opPointer(op), graph.describe(graph.unmatchedP2P().front()) + " has no partner: it waits forever");
+  }
+}
+
+// Ops the walk could not run wait on each other across ranks: the cycle, named.
+void throwIfCycle(const Job& job, const HappensBefore& graph, const HbProgress& progress) {
+  if (progress.ran_count == graph.nodes().size()) return;
+  HangCycle cycle = findHangCycle(graph, progress);
+  throw InputError(job.path, cycle.pointer, cycle.message);
+}
+
 class Simulator {
  public:
   Simulator(const Job& job, OpFactsCache& facts, bool timelines)
@@ -68,20 +93,7 @@ class Simulator {
         nodes_[i].p2p_send = p->kind == P2PKind::Send;
       }
     }
-    // A member rank the file lacks never arrives: its collectives run when the ranks present
-    // reach them (counted as unpaired). A member that is present but issues fewer collectives on
-    // the ring would wait forever: the verifier rejects that, and so does this.
-    if (!graph_.unmatched().empty()) {
-      const UnmatchedCollective& u = graph_.unmatched().front();
-      const Op& op = *graph_.nodes()[graph_.instances()[u.instance].members.front()].op;
-      throw InputError(job_.path, opPointer(op),
-                       std::string(op.type) + " has no partner on " + std::to_string(u.present - graph_.instances()[u.instance].members.size()) +
-                           " member rank(s) of its ring: they issue fewer collectives on it");
-    }
-    if (!graph_.unmatchedP2P().empty()) {
-      const Op& op = *graph_.nodes()[graph_.unmatchedP2P().front()].op;
-      throw InputError(job_.path, opPointer(op), graph_.describe(graph_.unmatchedP2P().front()) + " has no partner: it waits forever");
-    }
+    throwIfUnpaired(job_, graph_);
     for (const CollectiveInstance& inst : graph_.instances()) {
       if (inst.p2p) continue;  // a pair or group, never the whole ring
       const ProcessGroup* g = job_.group(inst.ring_id);
@@ -127,11 +139,7 @@ class Simulator {
         s.binding = from;
       }
     };
-    HbProgress progress = graph_.walk(start, reach);
-    if (progress.ran_count < nodes_.size()) {
-      HangCycle cycle = findHangCycle(graph_, progress);
-      throw InputError(job_.path, cycle.pointer, cycle.message);
-    }
+    throwIfCycle(job_, graph_, graph_.walk(start, reach));
   }
 
   StepTimeline collect() {
@@ -213,6 +221,12 @@ class Simulator {
 }  // namespace
 
 StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines) { return Simulator(job, facts, timelines).run(); }
+
+void checkSchedulable(const Job& job, OpFactsCache& facts) {
+  HappensBefore graph(job, &facts);
+  throwIfUnpaired(job, graph);
+  throwIfCycle(job, graph, graph.walk([](const uint32_t*, size_t) {}, [](uint32_t, uint32_t) {}));
+}
 
 StepTimeline simulateStep(const Job& job, const HardwareModel& model) {
   OpFactsCache facts(model);

@@ -75,5 +75,8 @@ StepTimeline simulateStep(const Job& job, const HardwareModel& model);
 // A caller that simulates one job more than once (a pass, before and after reordering it) keeps
 // one OpFactsCache (op_facts.h), so each op's attributes are read and costed once.
 StepTimeline simulateStep(const Job& job, OpFactsCache& facts, bool timelines = true);
+// Throws what simulateStep would throw, without timing anything: one walk of the happens-before
+// graph (a pass that needs only the proof that its new orders cannot hang).
+void checkSchedulable(const Job& job, OpFactsCache& facts);
 
 }  // namespace spopt

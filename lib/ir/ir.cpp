@@ -149,6 +149,10 @@ void journalOp(Op& op) {
   if (EditJournal* j = journalOf(op.block)) j->ops.push_back(&op);
 }
 
+void journalExecutionAttrs(Op& op) {
+  if (EditJournal* j = journalOf(op.block)) j->execution.push_back(&op);
+}
+
 Var* Block::addVarIfNew(Var v) {
   auto [it, fresh] = by_name_.try_emplace(v.name, nullptr);
   if (!fresh) return nullptr;

@@ -206,7 +206,10 @@ struct Program {
 // edits go through those functions (PassInfo::journaled); a direct write to an existing op's attrs
 // or a var's shape is not recorded.
 struct EditJournal {
-  std::vector<Op*> ops;    // inserted, or args or execution attributes edited (repeats allowed)
+  std::vector<Op*> ops;    // inserted, or args or attributes edited (repeats allowed)
+  // Only their execution attributes set (stream, events, priorities: op_role.h): their own rules
+  // are checked again, but no ring's issue order or pairing can differ for them.
+  std::vector<Op*> execution;
   std::vector<Op*> moved;  // moved within their block: their rings' issue orders may differ
   absl::flat_hash_set<const Op*> erased;  // erased since; an address a later insert reuses leaves it
   std::vector<int64_t> erased_rings;      // the ring_id of each erased op that had one
@@ -214,6 +217,8 @@ struct EditJournal {
 };
 // Records `op` in its job's journal, if one is attached.
 void journalOp(Op& op);
+// Records that only `op`'s execution attributes changed (EditJournal::execution).
+void journalExecutionAttrs(Op& op);
 
 struct ProcessGroup {
   int64_t ring_id = 0;

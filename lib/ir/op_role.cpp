@@ -50,10 +50,12 @@ namespace {
 // Sets `key` of `o` to `raw` and records the op in the journal, unless the object holds that very
 // text already: a scheduler that restates an op's stream or events (most ops of a generated job
 // carry them) neither copies the op's shared object nor puts it under the verifier again.
-void setUnlessSame(Op& op, JsonObject& o, Job& job, std::string_view key, std::string_view raw) {
+// `execution`: the key is an execution attribute (EditJournal::execution).
+void setUnlessSame(Op& op, JsonObject& o, Job& job, std::string_view key, std::string_view raw, bool execution = true) {
   if (const std::string_view* now = o.find(key); now && *now == raw) return;
   o.setRaw(job.arena, key, raw);
-  journalOp(op);
+  if (execution) journalExecutionAttrs(op);
+  else journalOp(op);
 }
 JsonObject& distAttr(Op& op) {
   ensureField(op.fields, "dist_attr");
@@ -61,7 +63,7 @@ JsonObject& distAttr(Op& op) {
 }
 }  // namespace
 
-void setPhase(Op& op, Job& job, Phase p) { setUnlessSame(op, op.attrs, job, "op_role", intToRaw(roleOf(p))); }
+void setPhase(Op& op, Job& job, Phase p) { setUnlessSame(op, op.attrs, job, "op_role", intToRaw(roleOf(p)), false); }
 
 void setExecutionStream(Op& op, Job& job, std::string_view stream) {
   setUnlessSame(op, distAttr(op), job, "execution_stream", quoteJson(stream));

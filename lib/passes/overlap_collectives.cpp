@@ -11,10 +11,12 @@
 //  3. if the program's peak memory (analysis/memory.h) rose by more than memory-cap, reschedule
 //     with a window four times smaller (down to the original order);
 //  4. put each ring's collectives on stream comm_ring_<id> (overlap_streams.cpp).
-// Then the whole job is checked: each ring's collective order must be identical on every member
-// rank (checkRingOrders, collective_rewrite_driver.h; where ring-reorder made the ranks choose
-// differently, every program is scheduled again with each ring's order kept) and the ranks must
-// still be able to reach every collective across rings (simulateStep finds cycles); otherwise
+// Then the whole job is checked: where a schedule changed a ring's own order, that ring's
+// collective order must be identical on every member rank (checkRingOrders,
+// collective_rewrite_driver.h; where ring-reorder made the ranks choose differently, every program
+// is scheduled again with each ring's order kept), and the ranks must still be able to reach every
+// collective across rings (checkSchedulable, or simulateStep when statistics are collected, finds
+// cycles); otherwise
 // every program goes back to its original order and --explain says why (overlap_explain.cpp
 // words what is left exposed).
 #include <algorithm>
@@ -59,8 +61,8 @@ class OverlapCollectives final : public Pass {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
-    // The job before the pass is simulated for the statistics only; the one after is the check
-    // that the new orders cannot hang across rings, and is always made.
+    // The job before the pass is simulated for the statistics only; the job after is always
+    // walked, the proof that the new orders cannot hang across rings (timed for the statistics).
     const bool statistics = ctx.collectingStatistics();
     StepTimeline sim_before = statistics ? simulate(job, facts) : StepTimeline{};
     bool changed = false;
@@ -190,7 +192,8 @@ class OverlapCollectives final : public Pass {
       sim_after = sim_before;  // no program had a collective to schedule: nothing was split, moved or put on a stream
     } else if (revert.empty()) {
       try {
-        sim_after = simulateStep(job, facts, false);
+        if (statistics) sim_after = simulateStep(job, facts, false);
+        else checkSchedulable(job, facts);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }

@@ -127,9 +127,12 @@ class Verifier {
       if (v->removed) continue;
       checkVarSize(*v);
       checkSharding(*v->block->program, *v);
+      // The mesh agreement compares only vars that carry a dist_attr: one without adds nothing,
+      // and its namesakes on the other ranks agreed before (or are touched themselves).
+      if (!v->hasDistAttr()) continue;
       const size_t bi = v->block->position;
       if (!names_seen.emplace(bi, v->name).second) {
-        if (v->hasDistAttr() && mesh_seen.insert(v).second) mesh_.add(*v->block->program, bi, SIZE_MAX, *v, shardings_);
+        if (mesh_seen.insert(v).second) mesh_.add(*v->block->program, bi, SIZE_MAX, *v, shardings_);
         continue;
       }
       for (const auto& q : job_.programs) {
@@ -153,6 +156,11 @@ class Verifier {
     }
     for (const Op* op : j.moved)
       if (!j.erased.contains(op)) ringOf(*op);
+    // A new stream or event leaves the op's ring order and pairing as they were: its own rules only.
+    for (const Op* op : j.execution) {
+      if (problems_.size() >= opts_.max_problems) break;
+      if (!j.erased.contains(op) && ops_seen.insert(op).second) checkOp(*op->block->program, *op->block, *op, false);
+    }
     bool job_p2p = false;
     if (!rings.empty() || p2p)
       for (const auto& p : job_.programs)

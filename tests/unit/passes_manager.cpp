@@ -224,8 +224,11 @@ TEST_CASE("the edit journal records what the IR's edit functions change, and sco
   setPhase(split, *job, Phase::Forward);
   setPhase(split, *job, Phase::Forward);
   job->journal = nullptr;
-  CHECK(restated.ops == std::vector<Op*>{&split, &split});
+  CHECK(restated.ops == std::vector<Op*>{&split});        // the phase: an attribute of its own
+  CHECK(restated.execution == std::vector<Op*>{&split});  // the stream: an execution attribute only
   CHECK(split.executionStream() == "comm_0");
+  scoped.touched = &restated;
+  CHECK(verifyJob(*job, scoped).empty());
 }
 
 TEST_CASE("an erased collective puts its ring's issue order under the touched-only check", "[passes][verify]") {
