@@ -60,10 +60,13 @@ std::string unitSuffix(const std::string& pass, const std::string& statistic) {
   return "";
 }
 
+// "  PASS: T ms (verify V ms)": the head of a pass's line in --stats and the whole of it in --timing.
+std::string timeLine(const PassRun& r) { return "  " + r.text + ": " + ms(r.time_ms) + " (verify " + ms(r.verify_ms) + ")"; }
+
 void printStats(const PipelineResult& res, double load_ms) {
   std::cerr << "pass statistics (load+verify " << ms(load_ms) << "):\n";
   for (const PassRun& r : res.runs) {
-    std::cerr << "  " << r.text << ": " << ms(r.time_ms) << " (verify " << ms(r.verify_ms) << "), " << r.stats.candidates
+    std::cerr << timeLine(r) << ", " << r.stats.candidates
               << " candidates, " << r.stats.rewritten << " rewritten, " << r.stats.refusedTotal() << " refused\n";
     for (const auto& [code, n] : r.stats.refused) std::cerr << "    refused " << code << ": " << n << "\n";
     for (const auto& [code, n] : r.stats.notes) std::cerr << "    note " << code << ": " << n << "\n";
@@ -74,7 +77,7 @@ void printStats(const PipelineResult& res, double load_ms) {
 // --timing: each pass's wall time and the verifier's after it, as MLIR's -mlir-timing prints them.
 void printTiming(const PipelineResult& res, double load_ms) {
   std::cerr << "pass timing (load+verify " << ms(load_ms) << "):\n";
-  for (const PassRun& r : res.runs) std::cerr << "  " << r.text << ": " << ms(r.time_ms) << " (verify " << ms(r.verify_ms) << ")\n";
+  for (const PassRun& r : res.runs) std::cerr << timeLine(r) << '\n';
 }
 
 nlohmann::ordered_json reportJson(const Options& o, const Pipeline& pipeline, const PipelineResult& res, size_t ops_before,

@@ -50,12 +50,11 @@ namespace {
 // Sets `key` of `o` to `raw` and records the op in the journal, unless the object holds that very
 // text already: a scheduler that restates an op's stream or events (most ops of a generated job
 // carry them) neither copies the op's shared object nor puts it under the verifier again.
-// `execution`: the key is an execution attribute (EditJournal::execution).
-void setUnlessSame(Op& op, JsonObject& o, Job& job, std::string_view key, std::string_view raw, bool execution = true) {
+// `journal`: how the edit is recorded (journalExecutionAttrs for the execution attributes).
+void setUnlessSame(Op& op, JsonObject& o, Job& job, std::string_view key, std::string_view raw, void (*journal)(Op&)) {
   if (const std::string_view* now = o.find(key); now && *now == raw) return;
   o.setRaw(job.arena, key, raw);
-  if (execution) journalExecutionAttrs(op);
-  else journalOp(op);
+  journal(op);
 }
 JsonObject& distAttr(Op& op) {
   ensureField(op.fields, "dist_attr");
@@ -63,10 +62,10 @@ JsonObject& distAttr(Op& op) {
 }
 }  // namespace
 
-void setPhase(Op& op, Job& job, Phase p) { setUnlessSame(op, op.attrs, job, "op_role", intToRaw(roleOf(p)), false); }
+void setPhase(Op& op, Job& job, Phase p) { setUnlessSame(op, op.attrs, job, "op_role", intToRaw(roleOf(p)), journalOp); }
 
 void setExecutionStream(Op& op, Job& job, std::string_view stream) {
-  setUnlessSame(op, distAttr(op), job, "execution_stream", quoteJson(stream));
+  setUnlessSame(op, distAttr(op), job, "execution_stream", quoteJson(stream), journalExecutionAttrs);
 }
 
 std::string eventToRecord(const Op& op) {
@@ -74,7 +73,7 @@ std::string eventToRecord(const Op& op) {
   return op.dist_attr.getString("event_to_record").value_or("");
 }
 void setEventToRecord(Op& op, Job& job, std::string_view event) {
-  setUnlessSame(op, distAttr(op), job, "event_to_record", quoteJson(event));
+  setUnlessSame(op, distAttr(op), job, "event_to_record", quoteJson(event), journalExecutionAttrs);
 }
 
 std::vector<std::string> eventsToWait(const Op& op) {
@@ -84,16 +83,16 @@ std::vector<std::string> eventsToWait(const Op& op) {
   return rawToStringArray(*raw).value_or(std::vector<std::string>{});
 }
 void setEventsToWait(Op& op, Job& job, const std::vector<std::string>& events) {
-  setUnlessSame(op, distAttr(op), job, "events_to_wait", stringArrayToRaw(events));
+  setUnlessSame(op, distAttr(op), job, "events_to_wait", stringArrayToRaw(events), journalExecutionAttrs);
 }
 
 int64_t streamPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("stream_priority").value_or(0) : 0; }
 void setStreamPriority(Op& op, Job& job, int64_t priority) {
-  setUnlessSame(op, distAttr(op), job, "stream_priority", intToRaw(priority));
+  setUnlessSame(op, distAttr(op), job, "stream_priority", intToRaw(priority), journalExecutionAttrs);
 }
 int64_t schedulingPriority(const Op& op) { return op.hasDistAttr() ? op.dist_attr.getInt("scheduling_priority").value_or(0) : 0; }
 void setSchedulingPriority(Op& op, Job& job, int64_t priority) {
-  setUnlessSame(op, distAttr(op), job, "scheduling_priority", intToRaw(priority));
+  setUnlessSame(op, distAttr(op), job, "scheduling_priority", intToRaw(priority), journalExecutionAttrs);
 }
 
 }  // namespace spopt

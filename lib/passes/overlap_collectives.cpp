@@ -90,27 +90,11 @@ class OverlapCollectives final : public Pass {
       for (Op& op : entry.ops) pos[op.id] = at++;
       int64_t peak_before = peakBytes(*p, {true, &facts});
       int64_t& peak_after = peak_after_[p->position];
-      if (opts_.split_grads) {
-        size_t split = 0;
-        for (auto& r : regions) {
-          // A split puts its ops at the grad op's place: the region is still the run between the
-          // same two ops outside it (or the block's ends).
-          Op* before = r.front()->self == entry.ops.begin() ? nullptr : &*std::prev(r.front()->self);
-          Op* after = std::next(r.back()->self) == entry.ops.end() ? nullptr : &*std::next(r.back()->self);
-          size_t split_here = 0;
-          for (Op* op : r)
-            if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(job, *op), ++split_here;
-          if (!split_here) continue;
-          split += split_here;
-          r.clear();
-          for (auto it = before ? std::next(before->self) : entry.ops.begin(); it != (after ? after->self : entry.ops.end()); ++it)
-            r.push_back(&*it);
-        }
-        if (split) {
+      if (opts_.split_grads)
+        if (size_t split = splitGrads(job, entry, regions)) {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
         }
-      }
       std::vector<std::vector<double>> costs;
       for (auto& r : regions) {
         costs.emplace_back();
@@ -220,6 +204,26 @@ class OverlapCollectives final : public Pass {
  private:
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
+
+  // Splits every splittable matmul grad of `regions` (regions of `entry`) and lists each region's
+  // ops again; returns how many were split. A split puts its ops at the grad op's place, so a
+  // region is still the run between the same two ops outside it (or the block's ends).
+  static size_t splitGrads(Job& job, Block& entry, std::vector<std::vector<Op*>>& regions) {
+    size_t split = 0;
+    for (auto& r : regions) {
+      Op* before = r.front()->self == entry.ops.begin() ? nullptr : &*std::prev(r.front()->self);
+      Op* after = std::next(r.back()->self) == entry.ops.end() ? nullptr : &*std::next(r.back()->self);
+      size_t split_here = 0;
+      for (Op* op : r)
+        if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(job, *op), ++split_here;
+      if (!split_here) continue;
+      split += split_here;
+      r.clear();
+      for (auto it = before ? std::next(before->self) : entry.ops.begin(); it != (after ? after->self : entry.ops.end()); ++it)
+        r.push_back(&*it);
+    }
+    return split;
+  }
 
   static StepTimeline simulate(const Job& job, OpFactsCache& facts) {
     try {
