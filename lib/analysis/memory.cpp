@@ -71,20 +71,27 @@ int64_t peakBytes(const Program& p, const LivenessOptions& o) {
   Wide start = 0;
   for (const auto& v : b->vars)
     if (!v->removed && v->persistable) start += varBytes(*v);
-  // [i]: bytes born at op i; [n + i]: bytes released after op i.
+  // [i]: bytes born at op i, and released after it. An op's own sums saturate at int64's limit:
+  // released bytes reach it only where born bytes did first, so the peak is clamped either way.
+  struct Change {
+    int64_t born = 0, released = 0;
+  };
+  auto add = [](int64_t& sum, int64_t bytes) {
+    if (__builtin_add_overflow(sum, bytes, &sum)) sum = std::numeric_limits<int64_t>::max();
+  };
   const size_t n = b->ops.size();
-  std::vector<Wide> change(2 * n, 0);
+  std::vector<Change> change(n);
   forEachEntryBuffer(p, o, [&](const Var& v, int32_t born, int32_t dies) {
     const int64_t bytes = varBytes(v);
     if (born < 0) start += bytes;
-    else change[size_t(born)] += bytes;
-    if (dies >= 0) change[n + size_t(dies)] += bytes;
+    else add(change[size_t(born)].born, bytes);
+    if (dies >= 0) add(change[size_t(dies)].released, bytes);
   });
   Wide current = start, peak = start;
   for (size_t i = 0; i < n; ++i) {
-    current += change[i];
+    current += change[i].born;
     peak = i == 0 ? current : std::max(peak, current);
-    current -= change[n + i];
+    current -= change[i].released;
   }
   return clamp(peak);
 }

@@ -47,8 +47,17 @@ bool hasField(const Fields& f, std::string_view key) {
     if (x.key == key) return true;
   return false;
 }
+namespace {
+// The layouts of the ops the passes build (makeOp), without and with a dist_attr: shared, not
+// one list per op.
+const std::vector<Field> kBuiltOp{{"type", {}}, {"inputs", {}}, {"outputs", {}}, {"attrs", {}}};
+const std::vector<Field> kBuiltOpWithDist{{"type", {}}, {"inputs", {}}, {"outputs", {}}, {"attrs", {}}, {"dist_attr", {}}};
+}  // namespace
+
 void ensureField(Fields& f, std::string_view key) {
-  if (!hasField(f, key)) f.push_back({key, {}});
+  if (hasField(f, key)) return;
+  if (&f.items() == &kBuiltOp && key == "dist_attr") f = Fields(&kBuiltOpWithDist);
+  else f.push_back({key, {}});
 }
 void dropField(Fields& f, std::string_view key) {
   if (!hasField(f, key)) return;
@@ -345,7 +354,7 @@ size_t replaceAllUses(Var* from, Var* to) {
 Op makeOp(Job& job, std::string_view type) {
   Op op;
   op.type = job.arena.store(type);
-  op.fields = {{"type", {}}, {"inputs", {}}, {"outputs", {}}, {"attrs", {}}};
+  op.fields = Fields(&kBuiltOp);
   return op;
 }
 

@@ -205,11 +205,14 @@ Var* OpBuilder::freshVar(std::string_view base, std::vector<int64_t> shape, DTyp
   v.shape = std::move(shape);
   v.dtype = dtype;
   v.persistable = persistable;
-  v.fields = {{"name", {}}, {"shape", {}}, {"dtype", {}}, {"persistable", {}}};
+  // Every fresh var has one of two key layouts: shared, not one list per var.
+  static const std::vector<Field> kPlain{{"name", {}}, {"shape", {}}, {"dtype", {}}, {"persistable", {}}};
+  static const std::vector<Field> kDist{{"name", {}}, {"shape", {}}, {"dtype", {}}, {"persistable", {}}, {"dist_attr", {}}};
+  v.fields = Fields(&kPlain);
   if (dist_like && dist_like->hasDistAttr()) {
     v.dist_attr = dist_like->dist_attr;
     if (!dims_mapping.empty()) v.dist_attr.setIntArray(job_.arena, "dims_mapping", dims_mapping);
-    v.fields.push_back({"dist_attr", {}});
+    v.fields = Fields(&kDist);
   }
   return block_.addVar(std::move(v));
 }

@@ -16,7 +16,8 @@
 // collective_rewrite_driver.h; where ring-reorder made the ranks choose differently, every program
 // is scheduled again with each ring's order kept), and the ranks must still be able to reach every
 // collective across rings (checkSchedulable, or simulateStep when statistics are collected, finds
-// cycles); otherwise
+// cycles; needed only where some program had several streams or reorders its collectives among
+// themselves); otherwise
 // every program goes back to its original order and --explain says why (overlap_explain.cpp
 // words what is left exposed).
 #include <algorithm>
@@ -56,6 +57,9 @@ class OverlapCollectives final : public Pass {
     Statistic peak_before, peak_after, comm_before, comm_after, exposed_before, exposed_after, step_before, step_after;
   };
   explicit OverlapCollectives(Options o) : opts_(std::move(o)) {}
+  struct Placed {  // a region's ops: in the input's order, and as scheduled
+    std::vector<Op*> original, now;
+  };
 
   bool run(Job& job, PassContext& ctx) override {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
@@ -67,9 +71,13 @@ class OverlapCollectives final : public Pass {
     StepTimeline sim_before = statistics ? simulate(job, facts) : StepTimeline{};
     bool changed = false;
     bool rings_reordered = false;  // some region of the final schedules issues a ring's collectives in a new order
-    struct Placed {
-      std::vector<Op*> original, now;
-    };
+    // Whether the new orders need the cross-ring hang proof. Not where every scheduled program ran
+    // on one stream and keeps the order of its collectives and sends among themselves: each edge
+    // of the happens-before graph points forward in program order, so a cycle after the pass
+    // would run between collectives in an order the input already had, and the input's single
+    // stream ordered every such pair: the input would hang the same way (the verifier's and
+    // validate's business, not the pass's).
+    bool prove_hang_free = false;
     std::vector<std::vector<Placed>> placed(job.programs.size());
     std::vector<CollectiveOutcome> outcomes;
     std::vector<std::pair<const Program*, std::vector<uint32_t>>> input_pos;  // for explain records
@@ -87,8 +95,14 @@ class OverlapCollectives final : public Pass {
       if (!has_comm) continue;
       std::vector<uint32_t> pos(p->next_op_id, 0);
       uint32_t at = 0;
-      for (Op& op : entry.ops) pos[op.id] = at++;
-      int64_t peak_before = peakBytes(*p, {true, &facts});
+      bool one_stream = p->blocks.size() == 1;  // every op on the default stream, no events
+      for (Op& op : entry.ops) {
+        pos[op.id] = at++;
+        const OpFacts& f = facts.facts(op);
+        one_stream = one_stream && f.stream == 0 && !f.has_events;
+      }
+      const std::optional<int64_t> received_peak = ctx.receivedPeakBytes(*p);  // read before the first edit of p
+      int64_t peak_before = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
       int64_t& peak_after = peak_after_[p->position];
       if (opts_.split_grads)
         if (size_t split = splitGrads(job, entry, regions)) {
@@ -138,6 +152,7 @@ class OverlapCollectives final : public Pass {
           c.limit = as_exposed ? it->second.limit : Limit::MemoryCap;
         }
       rings_reordered = rings_reordered || reordered_here;
+      prove_hang_free = prove_hang_free || !one_stream || !sameCommOrder(placed[p->position], facts);
       outcomes.insert(outcomes.end(), mine.begin(), mine.end());
       input_pos.emplace_back(p.get(), std::move(pos));
     }
@@ -160,6 +175,7 @@ class OverlapCollectives final : public Pass {
         for (auto& x : pl) applyOrder(x.now, x.original);
       Options kept = opts_;
       kept.ring_reorder = false;
+      ctx.receive({});  // the grads are split now: the peaks received no longer hold
       return OverlapCollectives(kept).run(job, ctx) || changed;
     }
     // Streams first: the simulation after the pass must see the comm streams.
@@ -177,7 +193,7 @@ class OverlapCollectives final : public Pass {
     } else if (revert.empty()) {
       try {
         if (statistics) sim_after = simulateStep(job, facts, false);
-        else checkSchedulable(job, facts);
+        else if (prove_hang_free) checkSchedulable(job, facts);
       } catch (const InputError& e) {
         revert = {"cross-ring-order", std::string("the new orders would deadlock across rings: ") + e.what()};
       }
@@ -186,6 +202,11 @@ class OverlapCollectives final : public Pass {
       for (auto& pl : placed)
         for (auto& x : pl) applyOrder(x.now, x.original);
       sim_after = statistics ? simulate(job, facts) : StepTimeline{};
+    } else {
+      for (const auto& p : job.programs) {  // streams and events move no buffer
+        if (!placed[p->position].empty()) ctx.leavePeakBytes(*p, peak_after_[p->position]);
+        else if (auto received = ctx.receivedPeakBytes(*p)) ctx.leavePeakBytes(*p, *received);  // not edited
+      }
     }
     for (auto& pl : placed)
       for (auto& x : pl) changed = changed || x.now != x.original;
@@ -223,6 +244,26 @@ class OverlapCollectives final : public Pass {
         r.push_back(&*it);
     }
     return split;
+  }
+
+  // Whether every region issues its communicating ops (collectives, sends, receives) in the
+  // order it had.
+  static bool sameCommOrder(const std::vector<Placed>& regions, OpFactsCache& facts) {
+    for (const Placed& r : regions) {
+      if (r.now == r.original) continue;
+      auto communicating = [&](const Op* op) { return facts.facts(*op).comm != UINT32_MAX; };
+      auto a = r.original.begin(), b = r.now.begin();
+      for (;; ++a, ++b) {
+        a = std::find_if(a, r.original.end(), communicating);
+        b = std::find_if(b, r.now.end(), communicating);
+        if (a == r.original.end() || b == r.now.end()) {
+          if (a != r.original.end() || b != r.now.end()) return false;
+          break;
+        }
+        if (*a != *b) return false;
+      }
+    }
+    return true;
   }
 
   static StepTimeline simulate(const Job& job, OpFactsCache& facts) {

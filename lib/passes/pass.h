@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -144,6 +145,16 @@ struct PassStats {
   size_t refusedTotal() const;
 };
 
+// Facts about the job that one pass measured and the next may reuse instead of walking the job
+// again (MLIR's analysis manager and preserved analyses, for the one analysis two passes of the
+// chain share): each program's peak bytes (analysis/memory.h, peakBytes with the default
+// options), by program position. The pass manager hands a pass what the job as it arrives is
+// known to have: what the previous pass recorded as it left the job, and, when that pass changed
+// nothing, what it received itself.
+struct KnownAnalyses {
+  std::vector<std::optional<int64_t>> peak_bytes;  // [program position]
+};
+
 class PassContext {
  public:
   // `statistics`: the pass's declared statistics (PassInfo::statistics); publish() reports them.
@@ -175,10 +186,24 @@ class PassContext {
     }
   }
 
+  // The peak bytes of `p` as this pass received the job, when the previous pass measured it;
+  // valid only until this pass edits `p`.
+  std::optional<int64_t> receivedPeakBytes(const Program& p) const {
+    return p.position < received_.peak_bytes.size() ? received_.peak_bytes[p.position] : std::nullopt;
+  }
+  // Records the peak bytes of `p` as this pass leaves the job: measured after its last edit of `p`.
+  void leavePeakBytes(const Program& p, int64_t bytes) {
+    if (left.peak_bytes.size() <= p.position) left.peak_bytes.resize(p.position + 1);
+    left.peak_bytes[p.position] = bytes;
+  }
+  void receive(KnownAnalyses known) { received_ = std::move(known); }  // by the pass manager
+
   PassStats stats;
   std::vector<ExplainRecord> explain;
+  KnownAnalyses left;  // what the pass recorded of the job it leaves (leavePeakBytes)
 
  private:
+  KnownAnalyses received_;
   bool collect_explain_;
   bool collect_statistics_;
   const std::vector<StatisticSpec>* statistics_;

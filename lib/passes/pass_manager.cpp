@@ -13,11 +13,13 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManagerOptions& opts) {
   PipelineResult result;
+  KnownAnalyses known;  // of the job as the next pass gets it
   for (const ConfiguredPass& cp : pipeline) {
     PassRun run;
     run.name = cp.info->name;
     run.text = cp.text();
     PassContext ctx(opts.collect_explain, &cp.info->statistics, opts.collect_statistics);
+    ctx.receive(known);
     auto pass = cp.info->create(cp.options);
     EditJournal journal;
     struct Attach {  // detached however the pass ends
@@ -29,6 +31,14 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     run.changed = pass->run(job, ctx);
     run.time_ms = msSince(t0);
     job.journal = nullptr;
+    // A pass that changed the job leaves only what it measured after its edits; one that changed
+    // nothing leaves the job as it got it, so what was known still holds.
+    if (run.changed) known = std::move(ctx.left);
+    else
+      for (size_t i = 0; i < ctx.left.peak_bytes.size(); ++i) {
+        if (known.peak_bytes.size() <= i) known.peak_bytes.resize(i + 1);
+        if (ctx.left.peak_bytes[i]) known.peak_bytes[i] = ctx.left.peak_bytes[i];
+      }
     run.stats = std::move(ctx.stats);
     run.explain = std::move(ctx.explain);
     if (opts.verify_each) {

@@ -2,6 +2,8 @@
 // pass that breaks an invariant.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/op_role.h"
@@ -73,8 +75,32 @@ class BreakShapePass : public Pass {
   }
 };
 
+std::vector<std::optional<int64_t>>* g_received_peaks = nullptr;
+
+// A pass of the chain as the analyses it hands on see it: `leave` measures every program's peak
+// after its edit and records it; `touch` edits without measuring; `keep` changes nothing;
+// `read` logs the peaks it received.
+class PeakPass : public Pass {
+ public:
+  enum Mode { Leave, Touch, Keep, Read };
+  explicit PeakPass(Mode m) : mode_(m) {}
+  bool run(Job& job, PassContext& ctx) override {
+    for (auto& p : job.programs) {
+      if (mode_ == Read && g_received_peaks) g_received_peaks->push_back(ctx.receivedPeakBytes(*p));
+      if (mode_ == Leave) ctx.leavePeakBytes(*p, 100 + int64_t(p->position));
+    }
+    return mode_ == Leave || mode_ == Touch;
+  }
+
+ private:
+  Mode mode_;
+};
+
 PassRegistry registry() {
   PassRegistry r;
+  for (auto [name, mode] : {std::pair{"peak-leave", PeakPass::Leave}, std::pair{"peak-touch", PeakPass::Touch},
+                            std::pair{"peak-keep", PeakPass::Keep}, std::pair{"peak-read", PeakPass::Read}})
+    r.add({name, "", {}, [mode = mode](const OptionValues&) { return std::make_unique<PeakPass>(mode); }});
   // The same breakages from passes that declare their edits journaled: the verifier after them
   // checks only what they touched, and must still catch and name them.
   PassInfo ring{"break-journaled", "", {}, [](const OptionValues&) { return std::make_unique<BreakPass>(); }};
@@ -113,6 +139,21 @@ TEST_CASE("passes run in order and report statistics", "[passes][manager]") {
   REQUIRE(res.runs[1].explain.size() == 1);
   CHECK(res.runs[1].explain[0].reason == "a reason");
   CHECK_FALSE(res.runs[1].changed);
+}
+
+TEST_CASE("a pass gets the peaks the previous pass measured, while no pass changed the job since", "[passes][manager]") {
+  auto reg = registry();
+  auto job = loadJobFromText(kManagerJob, "job.json");
+  std::vector<std::optional<int64_t>> received;
+  g_received_peaks = &received;
+  auto res = runPipeline(parsePipeline("peak-read,peak-leave,peak-read,peak-keep,peak-read,peak-touch,peak-read", reg), *job);
+  g_received_peaks = nullptr;
+  REQUIRE(res.ok);
+  using P = std::optional<int64_t>;
+  CHECK(received == std::vector<P>{std::nullopt, std::nullopt,  // nothing measured yet
+                                   100, 101,                    // as peak-leave left the job
+                                   100, 101,                    // peak-keep changed nothing
+                                   std::nullopt, std::nullopt});  // peak-touch edited without measuring
 }
 
 TEST_CASE("explain records are kept only when asked for", "[passes][manager]") {
