@@ -26,10 +26,16 @@ const OpDef& p2pDef(P2PKind k) {
   throw std::logic_error("op catalogue: no point-to-point op of this kind");
 }
 
+// A built op's type views the catalogue's spelling (or the original's text), not a fresh copy:
+// resolveOp's per-thread cache is keyed by the text's address, so every op of a type built here
+// hits one entry instead of hashing its name on each of the analyses' questions.
 NewOp::NewOp(Block& block, const OpDef& def, const Spelling& spelling)
-    : block_(block), job_(*block.program->job), def_(&def), dialect_(spelling.dialect), op_(makeOp(job_, spelling.type)) {}
+    : block_(block), job_(*block.program->job), def_(&def), dialect_(spelling.dialect), op_(makeOp(job_, {})) {
+  op_.type = spelling.type;  // the catalogue's: static storage
+}
 
-NewOp::NewOp(Block& block, const Op& original) : block_(block), job_(*block.program->job), op_(makeOp(job_, original.type)) {
+NewOp::NewOp(Block& block, const Op& original) : block_(block), job_(*block.program->job), op_(makeOp(job_, {})) {
+  op_.type = original.type;  // the job's, as long-lived as the new op
   ResolvedOp r = resolveOp(original.type);
   def_ = r.def;
   dialect_ = r ? r.spelling->dialect : block.program->dialect;

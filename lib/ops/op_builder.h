@@ -56,7 +56,7 @@ const OpDef& p2pDef(P2PKind k);
 // attribute names are canonical when the op has a definition (mapped to its dialect), else as given.
 class NewOp {
  public:
-  NewOp(Block& block, const OpDef& def, const Spelling& spelling);
+  NewOp(Block& block, const OpDef& def, const Spelling& spelling);  // one of def.spellings: its type text is kept, not copied
   NewOp(Block& block, const Op& original);  // a copy of `original`: type, slots, attrs, dist_attr
 
   NewOp& input(std::string_view slot, std::initializer_list<Var*> vars);
