@@ -127,8 +127,9 @@ double curveRate(const std::vector<std::pair<double, double>>& c, double size) {
 
 }  // namespace
 
-double gemmSize(const Op& op) {
-  OpView v(op);
+namespace {
+// The three measures on one view of the op: opCostSeconds asks all of them, per op of a job.
+double gemmSizeOf(const OpView& v) {
   if (!v.has(trait::Blas)) return 0;
   const Var* x = v.in("X");
   const Var* y = v.in("Y");
@@ -143,10 +144,10 @@ double gemmSize(const Op& op) {
 }
 
 // The op's catalogue cost (ops/op_def.h CostDef); docs/analyze.md, "FLOP counts".
-double opFlops(const Op& op) {
-  OpView v(op);
-  auto c = asCollective(op);
-  if ((c && c->kind != CollectiveKind::KernelAllReduce) || v.has(trait::MovesOnly) || (v.def() && v.def()->p2p)) return 0;
+double flopsOf(const OpView& v) {
+  const Op& op = v.op();
+  const bool kernel_allreduce = v.def() && v.def()->collective == CollectiveKind::KernelAllReduce;
+  if ((v.def() && v.def()->collective && !kernel_allreduce) || v.has(trait::MovesOnly) || (v.def() && v.def()->p2p)) return 0;
   if (const OpDef* d = v.def(); d && (d->cost.flops || d->cost.per_element >= 0)) {
     if (d->cost.flops) return d->cost.flops(v);
     const Var* counted = d->cost.of_input ? v.in(d->cost.slot) : v.out(d->cost.slot);
@@ -159,8 +160,8 @@ double opFlops(const Op& op) {
   return n;
 }
 
-double opBytesTouched(const Op& op, const HardwareModel& m) {
-  OpView v(op);
+double bytesTouchedOf(const OpView& v, const HardwareModel& m) {
+  const Op& op = v.op();
   // A view moves nothing: a GPU framework aliases the buffer, and so does replay (shareTensor).
   if (v.has(trait::View)) return 0;
   auto size = [&](const Var* var) {
@@ -181,6 +182,12 @@ double opBytesTouched(const Op& op, const HardwareModel& m) {
   }
   return bytes;
 }
+
+}  // namespace
+
+double gemmSize(const Op& op) { return gemmSizeOf(OpView(op)); }
+double opFlops(const Op& op) { return flopsOf(OpView(op)); }
+double opBytesTouched(const Op& op, const HardwareModel& m) { return bytesTouchedOf(OpView(op), m); }
 
 std::optional<WireBytes> collectiveWireBytes(const Op& op, const Collective& c, const Job& job) {
   if (!communicates(c)) return std::nullopt;
@@ -223,7 +230,8 @@ double opCostSeconds(const Op& op, const HardwareModel& m) {
     ring_s = ringSeconds(op, *c, m);
     if (c->kind != CollectiveKind::KernelAllReduce) return ring_s;
   }
-  double flops = opFlops(op), bytes = opBytesTouched(op, m);
+  const OpView v(op);
+  double flops = flopsOf(v), bytes = bytesTouchedOf(v, m);
   // A view (reshape) moves nothing but is still an op the executor dispatches.
   if (flops == 0 && bytes == 0) return ring_s + m.op_overhead_s;
   DType t = DType::Float32;
@@ -231,7 +239,7 @@ double opCostSeconds(const Op& op, const HardwareModel& m) {
     t = op.outputs[0].args[0].var->dtype;
   else if (!op.inputs.empty() && !op.inputs[0].args.empty() && op.inputs[0].args[0].var)
     t = op.inputs[0].args[0].var->dtype;
-  return ring_s + computeSeconds(m, t, flops, bytes, gemmSize(op));
+  return ring_s + computeSeconds(m, t, flops, bytes, gemmSizeOf(v));
 }
 
 double computeSeconds(const HardwareModel& m, DType t, double flops, double bytes, double gemm_size) {
