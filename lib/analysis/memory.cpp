@@ -65,7 +65,7 @@ MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n
   return m;
 }
 
-int64_t peakBytes(const Program& p, const LivenessOptions& o) {
+int64_t peakBytes(const Program& p, const LivenessOptions& o, std::vector<int32_t>* dies_after) {
   const Block* b = entryBlockOf(p);
   if (!b) return 0;
   Wide start = 0;
@@ -81,7 +81,9 @@ int64_t peakBytes(const Program& p, const LivenessOptions& o) {
   };
   const size_t n = b->ops.size();
   std::vector<Change> change(n);
+  if (dies_after) dies_after->assign(p.next_var_id, -1);
   forEachEntryBuffer(p, o, [&](const Var& v, int32_t born, int32_t dies) {
+    if (dies_after) (*dies_after)[v.id] = dies;
     const int64_t bytes = varBytes(v);
     if (born < 0) start += bytes;
     else add(change[size_t(born)].born, bytes);

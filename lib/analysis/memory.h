@@ -37,7 +37,9 @@ struct MemoryProfile {
 MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n = 10);
 // profileMemory(p, computeProgramLiveness(p, o), 0).peak_bytes in one sweep: no per-op lists, each
 // buffer's size read once. For passes that compare peaks before and after an edit.
-int64_t peakBytes(const Program& p, const LivenessOptions& o = {});
+// With `dies_after`: also each buffer's last op, [var id] -> op index in the entry block (-1: it
+// never dies, or is not the entry block's), as computeProgramLiveness's dies_after has it.
+int64_t peakBytes(const Program& p, const LivenessOptions& o = {}, std::vector<int32_t>* dies_after = nullptr);
 // Computes the liveness too (with no-need-buffer slots honoured).
 MemoryProfile profileMemory(const Program& p, size_t top_n = 10);
 

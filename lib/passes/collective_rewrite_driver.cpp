@@ -131,13 +131,20 @@ void CandidateTable::checkInsertions(const RingOrder& rings, const std::vector<A
   for (auto& [ring_id, per_rank] : per_ring) {
     std::map<int64_t, std::vector<PlannedCollective>> insertions;
     for (auto& [rank, list] : per_rank) {
-      // The order the rewrite produces: by insertion point, then by k for one point.
-      auto key = [&](const std::pair<size_t, size_t>& e) {
-        const Op* b = planned(e.second).before;
-        return std::make_tuple(b->block->position, b->block->indexOf(b), e.first);
+      // The order the rewrite produces: by insertion point, then by k for one point. Each plan is
+      // made once (it reads the collective's signature), not once per comparison.
+      struct Keyed {
+        std::tuple<size_t, size_t, size_t> key;
+        PlannedCollective plan;
       };
-      std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
-      for (auto& [k, i] : list) insertions[rank].push_back(planned(i));
+      std::vector<Keyed> keyed;
+      keyed.reserve(list.size());
+      for (auto& [k, i] : list) {
+        PlannedCollective plan = planned(i);
+        keyed.push_back({{plan.before->block->position, plan.before->block->indexOf(plan.before), k}, std::move(plan)});
+      }
+      std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+      for (Keyed& e : keyed) insertions[rank].push_back(std::move(e.plan));
     }
     Divergence d = rings.checkInsertions(ring_id, insertions);
     if (d.ok) continue;

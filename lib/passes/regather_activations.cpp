@@ -33,7 +33,7 @@ namespace spopt {
 namespace {
 
 struct RankMemory {
-  Liveness live;
+  std::vector<int32_t> dies_after;      // the entry block's (BlockLiveness::dies_after)
   std::unique_ptr<LiveBytesTree> tree;  // mode=auto only
   int64_t peak_before = 0;
 };
@@ -115,11 +115,14 @@ class RegatherActivations final : public Pass {
 
   RankMemory& memoryOf(Program& p) {
     auto [it, fresh] = memory_.try_emplace(p.position);
-    if (fresh) {
-      it->second.live = computeProgramLiveness(p);
-      MemoryProfile prof = profileMemory(p, it->second.live, 0);
-      if (opts_.mode == "auto") it->second.tree = std::make_unique<LiveBytesTree>(prof.live_at);  // what decideByMemory edits
+    if (fresh && opts_.mode == "auto") {  // the live bytes after every op: what decideByMemory edits
+      Liveness live = computeProgramLiveness(p);
+      MemoryProfile prof = profileMemory(p, live, 0);
+      it->second.tree = std::make_unique<LiveBytesTree>(prof.live_at);
+      it->second.dies_after = live.entry().dies_after;
       it->second.peak_before = prof.peak_bytes;
+    } else if (fresh) {  // the peak and each buffer's death only: one walk, no per-op lists
+      it->second.peak_before = peakBytes(p, {}, &it->second.dies_after);
     }
     return it->second;
   }
@@ -127,7 +130,7 @@ class RegatherActivations final : public Pass {
   // A shard whose buffer died before the re-gather now lives until it: a caveat, and its cost.
   int64_t noteShardKept(CandidateState& c, const RegatherMatch& m) {
     if (m.ag_at < 0 || !c.note.empty()) return 0;
-    int32_t dies = memoryOf(*c.op->block->program).live.entry().dies_after[m.shard->id];
+    int32_t dies = memoryOf(*c.op->block->program).dies_after[m.shard->id];
     if (dies < 0 || dies >= m.insert_at) return 0;
     c.note = {"shard-kept-alive", std::string(m.shard->name) + " (" + std::to_string(varBytes(*m.shard)) + " bytes) died after op " +
                                       std::to_string(dies) + "; it now lives until the re-gather before op " + std::to_string(m.insert_at)};
@@ -155,7 +158,7 @@ class RegatherActivations final : public Pass {
       std::vector<int64_t> before;
       for (size_t i : pos.members) before.push_back(memoryAt(i).tree->peak());
       auto apply = [&](int sign) {
-        for (size_t i : pos.members) applyRegatherModel(*memoryAt(i).tree, memoryAt(i).live.entry().dies_after, table.match(i), sign);
+        for (size_t i : pos.members) applyRegatherModel(*memoryAt(i).tree, memoryAt(i).dies_after, table.match(i), sign);
       };
       apply(+1);
       bool raised = false, lowered = false;
