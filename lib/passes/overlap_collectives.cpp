@@ -109,11 +109,6 @@ class OverlapCollectives final : public Pass {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
         }
-      std::vector<std::vector<double>> costs;
-      for (auto& r : regions) {
-        costs.emplace_back();
-        for (Op* op : r) costs.back().push_back(facts.cost(*op));
-      }
       size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
       aliases_of[p->position] = std::make_unique<BufferAliases>(entry);
       const BufferAliases& aliases = *aliases_of[p->position];
@@ -126,7 +121,7 @@ class OverlapCollectives final : public Pass {
         auto& pl = placed[p->position];
         pl.clear();
         for (size_t i = 0; i < regions.size(); ++i) {
-          RegionSchedule s = scheduleRegion(regions[i], costs[i], {opts_.max_in_flight, window, &aliases, &facts, opts_.ring_reorder});
+          RegionSchedule s = scheduleRegion(regions[i], /*cost: the facts'*/ {}, {opts_.max_in_flight, window, &aliases, &facts, opts_.ring_reorder});
           applyOrder(regions[i], s.order);
           pl.push_back({regions[i], s.order});
           reordered_here = reordered_here || s.ring_order_changed;

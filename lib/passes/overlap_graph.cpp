@@ -34,8 +34,11 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
   absl::flat_hash_map<int64_t, uint32_t> index_of_ring;
   std::vector<uint32_t> last_of_ring;  // by ring index
   g.ring_index.assign(g.n, 0);
+  const bool own_costs = cost.empty() && facts;
+  if (own_costs) g.cost.resize(g.n);
   for (uint32_t i = 0; i < g.n; ++i) {
     const Op& op = *region[i];
+    if (own_costs) g.cost[i] = facts->cost(op);
     for (const Slot& s : op.inputs)
       for (const Arg& a : s.args) {
         uint32_t id = slot(a.var);
@@ -76,6 +79,7 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
   for (uint32_t id : sc.touched) sc.writer[id] = sc.head[id] = sc.tail[id] = -1;
   csr(true, g.succ_start, g.succ);
   csr(false, g.pred_start, g.pred);
+  const std::vector<double>& costs = own_costs ? g.cost : cost;
   g.level.assign(g.n, 0);
   g.feeds_coll.assign(g.n, 0);
   for (size_t i = g.n; i-- > 0;) {
@@ -84,7 +88,7 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
       longest = std::max(longest, g.level[g.succ[k]]);
       if (g.ring[i] < 0 && g.ring[g.succ[k]] >= 0) g.feeds_coll[i] = 1;
     }
-    g.level[i] = cost[i] + longest;
+    g.level[i] = costs[i] + longest;
   }
   return g;
 }

@@ -21,10 +21,13 @@ struct RegionGraph {
   // (collectives' time on the wire included): the classic list-scheduling priority.
   std::vector<double> level;
   std::vector<uint8_t> feeds_coll;  // a collective reads what the op writes: run it first
+  std::vector<double> cost;         // each op's, when built without costs given (below)
 };
 
-// `facts`, when given, supplies each op's ring. `chain_rings`: each ring's collectives also depend
-// on the ring's previous one (kept in program order); without, only data orders them.
+// `facts`, when given, supplies each op's ring, and its cost when `cost` is empty (OpFactsCache::
+// cost, into RegionGraph::cost: read as the walk visits the op, whose vars are then at hand).
+// `chain_rings`: each ring's collectives also depend on the ring's previous one (kept in program
+// order); without, only data orders them.
 RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases,
                              OpFactsCache* facts, bool chain_rings = true);
 // Times `order`: compute ops one after another, each ring's collectives on their stream; with

@@ -29,8 +29,9 @@ const char* limitCode(Limit l) {
   return "?";
 }
 
-RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& cost, const ScheduleOptions& opts) {
-  RegionGraph g = buildRegionGraph(region, cost, opts.aliases, opts.facts, !opts.ring_reorder);
+RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<double>& given_cost, const ScheduleOptions& opts) {
+  RegionGraph g = buildRegionGraph(region, given_cost, opts.aliases, opts.facts, !opts.ring_reorder);
+  const std::vector<double>& cost = given_cost.empty() && opts.facts ? g.cost : given_cost;
   const size_t n = g.n;
   RegionSchedule out;
   std::vector<uint32_t> original(n);

@@ -104,7 +104,7 @@ struct RegionSchedule {
 };
 
 // Top-down list scheduling of one region on one rank against per-op costs (seconds; `cost[i]` of
-// `region[i]`): compute ops run one at a time on the compute stream, each ring's collectives on
+// `region[i]`; empty: each op's OpFactsCache::cost from opts.facts): compute ops run one at a time on the compute stream, each ring's collectives on
 // its own stream. Dependencies: true, anti and output dependencies through vars (in-place ops
 // included), and a chain through each ring's collectives (never reordered relative to each other),
 // unless opts.ring_reorder (then overlap_ring_queue.h decides each ring's order).
