@@ -36,9 +36,20 @@
 #include "passes/matmul_grad_split.h"
 #include "passes/overlap_support.h"
 #include "support/error.h"
+#include "support/parallel.h"
 
 namespace spopt {
 namespace {
+
+// The job's journal off for a scope, attached again however the scope ends.
+struct JournalDetached {
+  explicit JournalDetached(Job& j) : job(j), journal(j.journal) { j.journal = nullptr; }
+  ~JournalDetached() { job.journal = journal; }
+  JournalDetached(const JournalDetached&) = delete;
+  JournalDetached& operator=(const JournalDetached&) = delete;
+  Job& job;
+  EditJournal* journal;
+};
 
 class OverlapCollectives final : public Pass {
  public:
@@ -81,10 +92,14 @@ class OverlapCollectives final : public Pass {
     std::vector<std::vector<Placed>> placed(job.programs.size());
     std::vector<CollectiveOutcome> outcomes;
     std::vector<std::pair<const Program*, std::vector<uint32_t>>> input_pos;  // for explain records
-    std::vector<bool> memory_limited(job.programs.size(), false);
     std::vector<std::unique_ptr<BufferAliases>> aliases_of(job.programs.size());  // of each scheduled entry block
     peak_before_.assign(job.programs.size(), 0);
     peak_after_.assign(job.programs.size(), 0);
+    // Each program with collectives to schedule is prepared in turn (its regions, the peak before,
+    // the grad split: edits that share the job's arena and journal), then the programs are
+    // scheduled in parallel, as MLIR's pass manager runs a pass on isolated functions: a
+    // schedule reads only its own program, the facts already read, and moves only its own ops.
+    std::vector<ProgramSchedule> work;
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;
       Block& entry = *p->blocks.front();
@@ -93,63 +108,45 @@ class OverlapCollectives final : public Pass {
       for (auto& r : regions)
         for (Op* op : r) has_comm = has_comm || commRing(*op, &facts).has_value();
       if (!has_comm) continue;
-      std::vector<uint32_t> pos(p->next_op_id, 0);
+      ProgramSchedule& w = work.emplace_back();
+      w.program = p.get();
+      w.pos.assign(p->next_op_id, 0);
       uint32_t at = 0;
-      bool one_stream = p->blocks.size() == 1;  // every op on the default stream, no events
+      w.one_stream = p->blocks.size() == 1;  // every op on the default stream, no events
       for (Op& op : entry.ops) {
-        pos[op.id] = at++;
+        w.pos[op.id] = at++;
         const OpFacts& f = facts.facts(op);
-        one_stream = one_stream && f.stream == 0 && !f.has_events;
+        w.one_stream = w.one_stream && f.stream == 0 && !f.has_events;
       }
       const std::optional<int64_t> received_peak = ctx.receivedPeakBytes(*p);  // read before the first edit of p
-      int64_t peak_before = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
-      int64_t& peak_after = peak_after_[p->position];
+      peak_before_[p->position] = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
       if (opts_.split_grads)
         if (size_t split = splitGrads(job, entry, regions)) {
           changed = true;
           ctx.stats.notes["matmul-grad-split"] += split;
         }
-      size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
-      aliases_of[p->position] = std::make_unique<BufferAliases>(entry);
-      const BufferAliases& aliases = *aliases_of[p->position];
-      std::vector<CollectiveOutcome> mine;
-      absl::flat_hash_map<const Op*, CollectiveOutcome> first;  // under the first (widest) window
-      bool reordered_here = false;
-      for (;;) {
-        mine.clear();
-        reordered_here = false;
-        auto& pl = placed[p->position];
-        pl.clear();
-        for (size_t i = 0; i < regions.size(); ++i) {
-          RegionSchedule s = scheduleRegion(regions[i], /*cost: the facts'*/ {}, {opts_.max_in_flight, window, &aliases, &facts, opts_.ring_reorder});
-          applyOrder(regions[i], s.order);
-          pl.push_back({regions[i], s.order});
-          reordered_here = reordered_here || s.ring_order_changed;
-          mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
-        }
-        if (first.empty())
-          for (const CollectiveOutcome& c : mine) first[c.op] = c;
-        int64_t peak = peakBytes(*p, {true, &facts});
-        peak_after = peak;
-        peak_before_[p->position] = peak_before;
-        if (window == 0 || double(peak) <= double(peak_before) * (1 + opts_.memory_cap)) break;
-        for (auto& x : pl) applyOrder(x.now, x.original);
-        memory_limited[p->position] = true;
-        window /= 4;
-      }
-      // A collective more exposed under the smaller window than under the first is the memory
-      // cap's doing; one exposed as much under the first keeps the first schedule's reason.
-      if (memory_limited[p->position])
-        for (auto& c : mine) {
-          if (c.limit == Limit::None) continue;
-          auto it = first.find(c.op);
-          bool as_exposed = it != first.end() && it->second.limit != Limit::None && c.exposed_s <= it->second.exposed_s * 1.001;
-          c.limit = as_exposed ? it->second.limit : Limit::MemoryCap;
-        }
-      rings_reordered = rings_reordered || reordered_here;
-      prove_hang_free = prove_hang_free || !one_stream || !sameCommOrder(placed[p->position], facts);
-      outcomes.insert(outcomes.end(), mine.begin(), mine.end());
-      input_pos.emplace_back(p.get(), std::move(pos));
+      // The split's new ops are read now: the parallel schedules only look facts up.
+      for (auto& r : regions)
+        for (Op* op : r) facts.facts(*op);
+      w.regions = std::move(regions);
+    }
+    {
+      // Moves are journaled after the schedules (journalMoves): the journal is the job's, one for
+      // every program.
+      JournalDetached detached(job);
+      parallelFor(work.size(), [&](size_t i) {
+        const size_t at = work[i].program->position;
+        aliases_of[at] = std::make_unique<BufferAliases>(*work[i].program->blocks.front());
+        schedule(work[i], facts, *aliases_of[at], placed[at]);
+      });
+    }
+    for (ProgramSchedule& w : work) {
+      const Program& p = *w.program;
+      for (const Placed& x : placed[p.position]) journalMoves(x.original, x.now);
+      rings_reordered = rings_reordered || w.ring_reordered;
+      prove_hang_free = prove_hang_free || !w.one_stream || !sameCommOrder(placed[p.position], facts);
+      outcomes.insert(outcomes.end(), w.outcomes.begin(), w.outcomes.end());
+      input_pos.emplace_back(&p, std::move(w.pos));
     }
 
     // Where no schedule changed a ring's own order (splitting grads and assigning streams change no
@@ -220,6 +217,58 @@ class OverlapCollectives final : public Pass {
  private:
   Options opts_;
   std::vector<int64_t> peak_before_, peak_after_;  // [program position]: peak bytes (0: not scheduled)
+
+  // A program being scheduled: prepared in turn, then scheduled in parallel with the others.
+  struct ProgramSchedule {
+    Program* program = nullptr;
+    std::vector<std::vector<Op*>> regions;
+    std::vector<uint32_t> pos;  // [op id]: its index in the entry block before the pass
+    bool one_stream = false;    // before the pass, every op on the default stream and no events
+    // The schedule's results.
+    std::vector<CollectiveOutcome> outcomes;
+    bool ring_reordered = false;  // some region issues a ring's collectives in a new order
+  };
+
+  // Schedules `w`'s regions and applies the orders (into `placed`): under the window, then
+  // smaller windows while the peak rises past memory-cap. Reads only `w`'s program and facts
+  // already read; moves only its ops.
+  void schedule(ProgramSchedule& w, OpFactsCache& facts, const BufferAliases& aliases, std::vector<Placed>& placed) {
+    Program& p = *w.program;
+    const int64_t peak_before = peak_before_[p.position];
+    size_t window = opts_.window < 0 ? SIZE_MAX / 2 : size_t(opts_.window);
+    absl::flat_hash_map<const Op*, CollectiveOutcome> first;  // under the first (widest) window
+    bool memory_limited = false;
+    std::vector<CollectiveOutcome>& mine = w.outcomes;
+    for (;;) {
+      mine.clear();
+      w.ring_reordered = false;
+      placed.clear();
+      for (const auto& region : w.regions) {
+        RegionSchedule s = scheduleRegion(region, /*cost: the facts'*/ {}, {opts_.max_in_flight, window, &aliases, &facts, opts_.ring_reorder});
+        applyOrder(region, s.order);
+        placed.push_back({region, s.order});
+        w.ring_reordered = w.ring_reordered || s.ring_order_changed;
+        mine.insert(mine.end(), s.collectives.begin(), s.collectives.end());
+      }
+      if (first.empty())
+        for (const CollectiveOutcome& c : mine) first[c.op] = c;
+      const int64_t peak = peakBytes(p, {true, &facts});
+      peak_after_[p.position] = peak;
+      if (window == 0 || double(peak) <= double(peak_before) * (1 + opts_.memory_cap)) break;
+      for (auto& x : placed) applyOrder(x.now, x.original);
+      memory_limited = true;
+      window /= 4;
+    }
+    if (!memory_limited) return;
+    // A collective more exposed under the smaller window than under the first is the memory cap's
+    // doing; one exposed as much under the first keeps the first schedule's reason.
+    for (auto& c : mine) {
+      if (c.limit == Limit::None) continue;
+      auto it = first.find(c.op);
+      bool as_exposed = it != first.end() && it->second.limit != Limit::None && c.exposed_s <= it->second.exposed_s * 1.001;
+      c.limit = as_exposed ? it->second.limit : Limit::MemoryCap;
+    }
+  }
 
   // Splits every splittable matmul grad of `regions` (regions of `entry`) and lists each region's
   // ops again; returns how many were split. A split puts its ops at the grad op's place, so a

@@ -28,6 +28,7 @@
 #include "passes/collective_rewrite_driver.h"
 #include "passes/regather_match.h"
 #include "passes/regather_memory.h"
+#include "support/parallel.h"
 
 namespace spopt {
 namespace {
@@ -80,6 +81,11 @@ class RegatherActivations final : public Pass {
     table.checkInsertions(rings, positions, planned);
     Stats stats;
     int64_t regathers = 0, released = 0, kept = 0;
+    for (size_t i = 0; i < table.size(); ++i)
+      if (table.state(i).change) {
+        measureEveryProgram(job);  // the shards' deaths (noteShardKept) and the peaks before
+        break;
+      }
     for (size_t i = 0; i < table.size(); ++i) {
       if (!table.state(i).change) continue;
       ++regathers;
@@ -94,10 +100,11 @@ class RegatherActivations final : public Pass {
     for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
     for (size_t i = 0; i < table.size(); ++i)
       if (table.state(i).change) rewriteRegather(table.match(i));
+    std::vector<int64_t> peaks(job.programs.size());
+    parallelFor(job.programs.size(), [&](size_t i) { peaks[i] = peakBytes(*job.programs[i]); });  // each reads its program only
     for (auto& p : job.programs) {
-      int64_t peak = peakBytes(*p);
-      stats.peak_after.raiseTo(peak);
-      ctx.leavePeakBytes(*p, peak);  // overlap-collectives' peak before, without a walk of its own
+      stats.peak_after.raiseTo(peaks[p->position]);
+      ctx.leavePeakBytes(*p, peaks[p->position]);  // overlap-collectives' peak before, without a walk of its own
     }
     ctx.publish(stats);
     return true;
@@ -115,16 +122,26 @@ class RegatherActivations final : public Pass {
 
   RankMemory& memoryOf(Program& p) {
     auto [it, fresh] = memory_.try_emplace(p.position);
-    if (fresh && opts_.mode == "auto") {  // the live bytes after every op: what decideByMemory edits
+    if (fresh) measure(p, it->second);
+    return it->second;
+  }
+  void measure(const Program& p, RankMemory& m) const {
+    if (opts_.mode == "auto") {  // the live bytes after every op: what decideByMemory edits
       Liveness live = computeProgramLiveness(p);
       MemoryProfile prof = profileMemory(p, live, 0);
-      it->second.tree = std::make_unique<LiveBytesTree>(prof.live_at);
-      it->second.dies_after = live.entry().dies_after;
-      it->second.peak_before = prof.peak_bytes;
-    } else if (fresh) {  // the peak and each buffer's death only: one walk, no per-op lists
-      it->second.peak_before = peakBytes(p, {}, &it->second.dies_after);
+      m.tree = std::make_unique<LiveBytesTree>(prof.live_at);
+      m.dies_after = live.entry().dies_after;
+      m.peak_before = prof.peak_bytes;
+    } else {  // the peak and each buffer's death only: one walk, no per-op lists
+      m.peak_before = peakBytes(p, {}, &m.dies_after);
     }
-    return it->second;
+  }
+  // memoryOf for every program not measured yet, the programs in parallel (each reads its own).
+  void measureEveryProgram(const Job& job) {
+    std::vector<std::pair<const Program*, RankMemory*>> todo;
+    for (const auto& p : job.programs)
+      if (auto [it, fresh] = memory_.try_emplace(p->position); fresh) todo.emplace_back(p.get(), &it->second);
+    parallelFor(todo.size(), [&](size_t i) { measure(*todo[i].first, *todo[i].second); });
   }
 
   // A shard whose buffer died before the re-gather now lives until it: a caveat, and its cost.

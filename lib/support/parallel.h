@@ -1,0 +1,15 @@
+#pragma once
+// Work spread over the machine's cores: the loader's programs (io/loader.cpp) and a pass's
+// per-program work (overlap-collectives) run on threads, one index at a time each.
+#include <cstddef>
+
+#include <absl/functional/function_ref.h>
+
+namespace spopt {
+
+// Calls body(i) once for every i in [0, n), on up to std::thread::hardware_concurrency() threads
+// (the caller's among them; no thread when n <= 1), taking indices in order. After every call has
+// returned, rethrows the exception of the lowest index that threw, if any.
+void parallelFor(size_t n, absl::FunctionRef<void(size_t)> body);
+
+}  // namespace spopt
