@@ -33,6 +33,7 @@ double OpFactsCache::cost(const Op& op) {
 }
 
 uint32_t OpFactsCache::internStream(std::string_view raw, const Op& op) {
+  std::lock_guard<std::mutex> lock(streams_);
   auto [known, fresh_raw] = stream_of_raw_.try_emplace(std::string(raw), 0);
   if (fresh_raw) {
     auto [it, fresh] = stream_of_name_.try_emplace(op.executionStream(), uint32_t(stream_names_.size()));

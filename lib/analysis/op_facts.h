@@ -6,7 +6,13 @@
 // happens-before graph (happens_before.h), liveness (liveness.h) and the simulator (simulate.h)
 // take it. Entries are by program position and op id (ids are never reused) and filled on first
 // use; a caller that edits an op's attrs or dist_attr calls forget() for it.
+//
+// Threads: once one thread has read some op of each program (which sizes the cache's list of
+// programs), threads that each work on programs of their own may read and cost their programs'
+// ops at once, filling the facts of ops that are neither collectives nor sends (the stream names
+// they share are interned under a lock). A collective's or a send's first read is one thread's.
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,6 +98,7 @@ class OpFactsCache final : public RingFacts {
   std::vector<std::string> stream_names_{"default"};
   absl::flat_hash_map<std::string, uint32_t> stream_of_raw_;  // execution_stream's raw text -> name id
   absl::flat_hash_map<std::string, uint32_t> stream_of_name_{{"default", 0}};
+  std::mutex streams_;  // guards the three above while threads fill facts
 };
 
 }  // namespace spopt

@@ -58,7 +58,7 @@ void nameTemporariesByPosition(Job& job) {
             std::string name;
             do name = "%" + std::to_string(next++);
             while (taken(name));
-            v->block->renameVar(v, job.arena.store(name));
+            v->block->renameVar(v, job.editArena().store(name));
           }
       }
   }

@@ -149,10 +149,39 @@ Var* Block::lookup(std::string_view name) const {
 }
 
 namespace {
+// The calling thread's ThreadEdits, if any.
+struct ThreadEditTarget {
+  const Job* job = nullptr;
+  Arena* arena = nullptr;
+  EditJournal* journal = nullptr;
+};
+thread_local ThreadEditTarget t_edits;
+
 EditJournal* journalOf(const Block* b) {
-  return b && b->program && b->program->job ? b->program->job->journal : nullptr;
+  if (!b || !b->program || !b->program->job) return nullptr;
+  const Job* job = b->program->job;
+  return t_edits.job == job ? t_edits.journal : job->journal;
 }
 }  // namespace
+
+Arena& Job::editArena() { return t_edits.job == this ? *t_edits.arena : arena; }
+
+ThreadEdits::ThreadEdits(Job& job, Arena& arena, EditJournal* journal) {
+  if (t_edits.job) throw std::logic_error("ThreadEdits: this thread already edits a job on its own");
+  t_edits = {&job, &arena, job.journal ? journal : nullptr};
+}
+ThreadEdits::~ThreadEdits() { t_edits = {}; }
+
+void EditJournal::append(EditJournal&& later) {
+  ops.insert(ops.end(), later.ops.begin(), later.ops.end());
+  execution.insert(execution.end(), later.execution.begin(), later.execution.end());
+  moved.insert(moved.end(), later.moved.begin(), later.moved.end());
+  // An op `later` inserted at an address erased here is alive (Block::insertOp's rule).
+  for (const Op* op : later.ops) erased.erase(op);
+  erased.insert(later.erased.begin(), later.erased.end());
+  erased_rings.insert(erased_rings.end(), later.erased_rings.begin(), later.erased_rings.end());
+  vars.insert(vars.end(), later.vars.begin(), later.vars.end());
+}
 
 void journalOp(Op& op) {
   if (EditJournal* j = journalOf(op.block)) j->ops.push_back(&op);
@@ -357,15 +386,15 @@ size_t replaceAllUses(Var* from, Var* to) {
 
 Op makeOp(Job& job, std::string_view type) {
   Op op;
-  op.type = job.arena.store(type);
+  op.type = job.editArena().store(type);
   op.fields = Fields(&kBuiltOp);
   return op;
 }
 
 static void addSlot(std::vector<Slot>& slots, Job& job, std::string_view slot,
                     std::vector<std::string_view> names) {
-  Slot s{job.arena.store(slot), {}};
-  for (auto n : names) s.args.push_back({job.arena.store(n), nullptr});
+  Slot s{job.editArena().store(slot), {}};
+  for (auto n : names) s.args.push_back({job.editArena().store(n), nullptr});
   slots.push_back(std::move(s));
 }
 void addInput(Op& op, Job& job, std::string_view slot, std::vector<std::string_view> names) {

@@ -214,6 +214,9 @@ struct EditJournal {
   absl::flat_hash_set<const Op*> erased;  // erased since; an address a later insert reuses leaves it
   std::vector<int64_t> erased_rings;      // the ring_id of each erased op that had one
   std::vector<Var*> vars;                 // added, removed or renamed
+  // Appends what `later` recorded after this journal's records (one program's edits made on
+  // another thread, merged in program order): as if its edits had been recorded here.
+  void append(EditJournal&& later);
 };
 // Records `op` in its job's journal, if one is attached.
 void journalOp(Op& op);
@@ -243,6 +246,10 @@ struct Job {
 
   Arena arena;
   std::deque<Arena> load_arenas;  // one per loader thread, so that loading takes no lock
+  std::deque<Arena> edit_arenas;  // ThreadEdits' arenas, kept for the job's life
+  // Where an edit stores new text (names, attribute values): `arena`, or the calling thread's own
+  // while a ThreadEdits for this job is alive on it.
+  Arena& editArena();
   // Interned key layouts of entities that hold known keys only (see Fields).
   const std::vector<Field>* internLayout(const std::vector<Field>& fields);
 
@@ -254,6 +261,20 @@ struct Job {
   std::unordered_map<int64_t, size_t> group_by_ring_, program_by_rank_;
   std::unordered_map<std::string, std::unique_ptr<std::vector<Field>>> layouts_;
   const std::vector<Field>* last_layout_ = nullptr;
+};
+
+// While alive, the calling thread's edits of `job` store their text in an arena of their own (one
+// of job.edit_arenas) and record into `journal` (when the job has one attached; else nowhere),
+// not into the job's arena and journal, which every thread shares: a pass that edits programs in
+// parallel (one program per thread at a time) gives each program its own journal and appends
+// them to the job's in program order after (EditJournal::append), so the records read as a serial
+// run's. Made on the thread that edits; one at a time per thread.
+class ThreadEdits {
+ public:
+  ThreadEdits(Job& job, Arena& arena, EditJournal* journal);
+  ~ThreadEdits();
+  ThreadEdits(const ThreadEdits&) = delete;
+  ThreadEdits& operator=(const ThreadEdits&) = delete;
 };
 
 // Redirects every read of `from` to `to`, keeping def-use current. Returns the args changed.

@@ -53,7 +53,7 @@ namespace {
 // `journal`: how the edit is recorded (journalExecutionAttrs for the execution attributes).
 void setUnlessSame(Op& op, JsonObject& o, Job& job, std::string_view key, std::string_view raw, void (*journal)(Op&)) {
   if (const std::string_view* now = o.find(key); now && *now == raw) return;
-  o.setRaw(job.arena, key, raw);
+  o.setRaw(job.editArena(), key, raw);
   journal(op);
 }
 JsonObject& distAttr(Op& op) {

@@ -47,7 +47,7 @@ NewOp::NewOp(Block& block, const Op& original) : block_(block), job_(*block.prog
     addOutput(op_, job_, s.name, {});
     for (const Arg& a : s.args) op_.outputs.back().args.push_back({a.name, a.var});
   }
-  for (const Member& m : original.attrs.items()) op_.attrs.setRaw(job_.arena, m.key, m.raw);
+  for (const Member& m : original.attrs.items()) op_.attrs.setRaw(job_.editArena(), m.key, m.raw);
   if (original.hasDistAttr()) copyDistAttr(original.dist_attr);
 }
 
@@ -69,11 +69,11 @@ bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_
                       ints ? std::vector<int64_t>{int64_t(ints->size())} : std::vector<int64_t>{1}, dtype);
   NewOp c = b.create(def);
   c.output("Out", {v});
-  if (ints) c.op_.attrs.setIntArray(job_.arena, "value", *ints);
-  else if (integral) c.op_.attrs.setInt(job_.arena, "value", int64_t(scalar));
-  else c.op_.attrs.setDouble(job_.arena, "value", scalar);
-  c.op_.attrs.setString(job_.arena, "dtype", dtypeName(dtype));
-  c.op_.attrs.setIntArray(job_.arena, "shape", v->shape);
+  if (ints) c.op_.attrs.setIntArray(job_.editArena(), "value", *ints);
+  else if (integral) c.op_.attrs.setInt(job_.editArena(), "value", int64_t(scalar));
+  else c.op_.attrs.setDouble(job_.editArena(), "value", scalar);
+  c.op_.attrs.setString(job_.editArena(), "dtype", dtypeName(dtype));
+  c.op_.attrs.setIntArray(job_.editArena(), "shape", v->shape);
   constants_.push_back(std::move(c));
   std::string in = "in" + std::to_string(a->pir_operand);
   addInput(op_, job_, in, {});
@@ -83,37 +83,37 @@ bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_
 
 
 NewOp& NewOp::input(std::string_view canonical, const std::vector<Var*>& vars) {
-  addInput(op_, job_, job_.arena.store(slot(canonical, true)), {});
+  addInput(op_, job_, job_.editArena().store(slot(canonical, true)), {});
   for (Var* v : vars) op_.inputs.back().args.push_back({v->name, v});
   return *this;
 }
 NewOp& NewOp::input(std::string_view slot, std::initializer_list<Var*> vars) { return input(slot, std::vector<Var*>(vars)); }
 NewOp& NewOp::output(std::string_view canonical, const std::vector<Var*>& vars) {
-  addOutput(op_, job_, job_.arena.store(slot(canonical, false)), {});
+  addOutput(op_, job_, job_.editArena().store(slot(canonical, false)), {});
   for (Var* v : vars) op_.outputs.back().args.push_back({v->name, v});
   return *this;
 }
 NewOp& NewOp::output(std::string_view slot, std::initializer_list<Var*> vars) { return output(slot, std::vector<Var*>(vars)); }
 
-NewOp& NewOp::attrBool(std::string_view key, bool v) { return op_.attrs.setBool(job_.arena, attrKey(def_, dialect_, key), v), *this; }
+NewOp& NewOp::attrBool(std::string_view key, bool v) { return op_.attrs.setBool(job_.editArena(), attrKey(def_, dialect_, key), v), *this; }
 NewOp& NewOp::attrInt(std::string_view key, int64_t v) {
   if (constantOperand(key, nullptr, double(v))) return *this;
-  return op_.attrs.setInt(job_.arena, attrKey(def_, dialect_, key), v), *this;
+  return op_.attrs.setInt(job_.editArena(), attrKey(def_, dialect_, key), v), *this;
 }
 NewOp& NewOp::attrDouble(std::string_view key, double v) {
   if (constantOperand(key, nullptr, v)) return *this;
-  return op_.attrs.setDouble(job_.arena, attrKey(def_, dialect_, key), v), *this;
+  return op_.attrs.setDouble(job_.editArena(), attrKey(def_, dialect_, key), v), *this;
 }
-NewOp& NewOp::attrString(std::string_view key, std::string_view v) { return op_.attrs.setString(job_.arena, attrKey(def_, dialect_, key), v), *this; }
+NewOp& NewOp::attrString(std::string_view key, std::string_view v) { return op_.attrs.setString(job_.editArena(), attrKey(def_, dialect_, key), v), *this; }
 NewOp& NewOp::attrInts(std::string_view key, const std::vector<int64_t>& v) {
   if (constantOperand(key, &v, 0)) return *this;
-  return op_.attrs.setIntArray(job_.arena, attrKey(def_, dialect_, key), v), *this;
+  return op_.attrs.setIntArray(job_.editArena(), attrKey(def_, dialect_, key), v), *this;
 }
-NewOp& NewOp::attrRaw(std::string_view key, std::string_view raw) { return op_.attrs.setRaw(job_.arena, attrKey(def_, dialect_, key), raw), *this; }
+NewOp& NewOp::attrRaw(std::string_view key, std::string_view raw) { return op_.attrs.setRaw(job_.editArena(), attrKey(def_, dialect_, key), raw), *this; }
 
 NewOp& NewOp::copyAttrs(const Op& from, std::initializer_list<std::string_view> keys) {
   for (auto k : keys)
-    if (const auto* raw = from.attrs.find(k)) op_.attrs.setRaw(job_.arena, k, *raw);
+    if (const auto* raw = from.attrs.find(k)) op_.attrs.setRaw(job_.editArena(), k, *raw);
   return *this;
 }
 NewOp& NewOp::phase(Phase p) { return setPhase(op_, job_, p), *this; }
@@ -121,17 +121,17 @@ NewOp& NewOp::phase(Phase p) { return setPhase(op_, job_, p), *this; }
 NewOp& NewOp::copyDistAttr(const JsonObject& from, std::initializer_list<std::string_view> keys) {
   ensureField(op_.fields, "dist_attr");
   for (auto k : keys)
-    if (const auto* raw = from.find(k)) op_.dist_attr.setRaw(job_.arena, k, *raw);
+    if (const auto* raw = from.find(k)) op_.dist_attr.setRaw(job_.editArena(), k, *raw);
   return *this;
 }
 NewOp& NewOp::copyDistAttr(const JsonObject& from) {
   ensureField(op_.fields, "dist_attr");
-  for (const Member& m : from.items()) op_.dist_attr.setRaw(job_.arena, m.key, m.raw);
+  for (const Member& m : from.items()) op_.dist_attr.setRaw(job_.editArena(), m.key, m.raw);
   return *this;
 }
 NewOp& NewOp::distAttrRaw(std::string_view key, std::string_view raw) {
   ensureField(op_.fields, "dist_attr");
-  op_.dist_attr.setRaw(job_.arena, key, raw);
+  op_.dist_attr.setRaw(job_.editArena(), key, raw);
   return *this;
 }
 NewOp& NewOp::stream(std::string_view s) { return setExecutionStream(op_, job_, s), *this; }
@@ -143,7 +143,7 @@ Op* NewOp::insertAt(Block& block, Block::OpIter pos) {
     // A constant operand belongs to its op's phase and scope: without them it would cut the op's
     // run of backward ops in two for the passes that schedule by phase.
     for (std::string_view key : {"op_role", "op_namescope"})
-      if (const auto* raw = op_.attrs.find(key); raw && !c.op_.attrs.find(key)) c.op_.attrs.setRaw(job_.arena, key, *raw);
+      if (const auto* raw = op_.attrs.find(key); raw && !c.op_.attrs.find(key)) c.op_.attrs.setRaw(job_.editArena(), key, *raw);
     c.insertAt(block, pos);
   }
   return block.insertOp(pos, std::move(op_));
@@ -207,7 +207,7 @@ std::string OpBuilder::uniqueName(std::string_view base) const {
 Var* OpBuilder::freshVar(std::string_view base, std::vector<int64_t> shape, DType dtype, const Var* dist_like,
                          const std::vector<int64_t>& dims_mapping, bool persistable) {
   Var v;
-  v.name = job_.arena.store(uniqueName(base));
+  v.name = job_.editArena().store(uniqueName(base));
   v.shape = std::move(shape);
   v.dtype = dtype;
   v.persistable = persistable;
@@ -217,7 +217,7 @@ Var* OpBuilder::freshVar(std::string_view base, std::vector<int64_t> shape, DTyp
   v.fields = Fields(&kPlain);
   if (dist_like && dist_like->hasDistAttr()) {
     v.dist_attr = dist_like->dist_attr;
-    if (!dims_mapping.empty()) v.dist_attr.setIntArray(job_.arena, "dims_mapping", dims_mapping);
+    if (!dims_mapping.empty()) v.dist_attr.setIntArray(job_.editArena(), "dims_mapping", dims_mapping);
     v.fields = Fields(&kDist);
   }
   return block_.addVar(std::move(v));

@@ -149,7 +149,7 @@ class PirTranslator {
       std::string key(m.key);
       const AttrDef* a = def.attr(key);
       if (!a) {
-        n.op().attrs.setRaw(job_.arena, m.key, m.raw);
+        n.op().attrs.setRaw(job_.editArena(), m.key, m.raw);
         continue;
       }
       if (a->pir_operand >= 0) {
@@ -207,7 +207,7 @@ class PirTranslator {
         by_index[i] = std::move(s);
       }
       for (size_t i = 0; i < by_index.size(); ++i)
-        if (by_index[i].name.empty()) by_index[i].name = job_.arena.store(prefix + std::to_string(i));
+        if (by_index[i].name.empty()) by_index[i].name = job_.editArena().store(prefix + std::to_string(i));
       *slots = std::move(by_index);
     }
   }

@@ -109,7 +109,7 @@ class FuseAllreduceSplit final : public Pass {
       // PIR keeps the communication stream of the all-reduce, and Paddle's int32 attribute types.
       if (ar.hasDistAttr()) rs.copyDistAttr(ar.dist_attr, {"execution_stream"});
       Job& job = *b.program->job;
-      rs.op().fields.push_back({"pir", job.arena.store(R"({"attr_types":{"ring_id":"int32","nranks":"int32"}})")});
+      rs.op().fields.push_back({"pir", job.editArena().store(R"({"attr_types":{"ring_id":"int32","nranks":"int32"}})")});
     } else {
       // Mesh and chunk from the input var (the seed's choice), else from the all-reduce itself.
       const JsonObject* mesh_src = m.x->hasDistAttr() ? &m.x->dist_attr : ar.hasDistAttr() ? &ar.dist_attr : nullptr;

@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -41,15 +43,6 @@
 namespace spopt {
 namespace {
 
-// The job's journal off for a scope, attached again however the scope ends.
-struct JournalDetached {
-  explicit JournalDetached(Job& j) : job(j), journal(j.journal) { j.journal = nullptr; }
-  ~JournalDetached() { job.journal = journal; }
-  JournalDetached(const JournalDetached&) = delete;
-  JournalDetached& operator=(const JournalDetached&) = delete;
-  Job& job;
-  EditJournal* journal;
-};
 
 class OverlapCollectives final : public Pass {
  public:
@@ -95,10 +88,10 @@ class OverlapCollectives final : public Pass {
     std::vector<std::unique_ptr<BufferAliases>> aliases_of(job.programs.size());  // of each scheduled entry block
     peak_before_.assign(job.programs.size(), 0);
     peak_after_.assign(job.programs.size(), 0);
-    // Each program with collectives to schedule is prepared in turn (its regions, the peak before,
-    // the grad split: edits that share the job's arena and journal), then the programs are
-    // scheduled in parallel, as MLIR's pass manager runs a pass on isolated functions: a
-    // schedule reads only its own program, the facts already read, and moves only its own ops.
+    // The programs with collectives to schedule are found in turn (reading each op's facts the
+    // first time), then split, scheduled and measured in parallel, as MLIR's pass manager runs a
+    // pass on isolated functions: each program on one thread at a time, reading only itself and
+    // the facts, editing only itself, its edits journaled apart and appended in program order.
     std::vector<ProgramSchedule> work;
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;
@@ -110,6 +103,7 @@ class OverlapCollectives final : public Pass {
       if (!has_comm) continue;
       ProgramSchedule& w = work.emplace_back();
       w.program = p.get();
+      w.arena = &job.edit_arenas.emplace_back();
       w.pos.assign(p->next_op_id, 0);
       uint32_t at = 0;
       w.one_stream = p->blocks.size() == 1;  // every op on the default stream, no events
@@ -120,29 +114,25 @@ class OverlapCollectives final : public Pass {
       }
       const std::optional<int64_t> received_peak = ctx.receivedPeakBytes(*p);  // read before the first edit of p
       peak_before_[p->position] = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
-      if (opts_.split_grads)
-        if (size_t split = splitGrads(job, entry, regions)) {
-          changed = true;
-          ctx.stats.notes["matmul-grad-split"] += split;
-        }
-      // The split's new ops are read now: the parallel schedules only look facts up.
-      for (auto& r : regions)
-        for (Op* op : r) facts.facts(*op);
       w.regions = std::move(regions);
     }
-    {
-      // Moves are journaled after the schedules (journalMoves): the journal is the job's, one for
-      // every program.
-      JournalDetached detached(job);
-      parallelFor(work.size(), [&](size_t i) {
-        const size_t at = work[i].program->position;
-        aliases_of[at] = std::make_unique<BufferAliases>(*work[i].program->blocks.front());
-        schedule(work[i], facts, *aliases_of[at], placed[at]);
-      });
-    }
+    parallelFor(work.size(), [&](size_t i) {
+      ProgramSchedule& w = work[i];
+      ThreadEdits edits(job, *w.arena, &w.journal);
+      Block& entry = *w.program->blocks.front();
+      if (opts_.split_grads) w.split = splitGrads(entry, w.regions);
+      for (auto& r : w.regions)  // the split's new ops (not collectives: their facts are the thread's own)
+        for (Op* op : r) facts.facts(*op);
+      aliases_of[w.program->position] = std::make_unique<BufferAliases>(entry);
+      schedule(w, facts, *aliases_of[w.program->position], placed[w.program->position]);
+    });
     for (ProgramSchedule& w : work) {
       const Program& p = *w.program;
-      for (const Placed& x : placed[p.position]) journalMoves(x.original, x.now);
+      if (job.journal) job.journal->append(std::exchange(w.journal, {}));
+      if (w.split) {
+        changed = true;
+        ctx.stats.notes["matmul-grad-split"] += w.split;
+      }
       rings_reordered = rings_reordered || w.ring_reordered;
       prove_hang_free = prove_hang_free || !w.one_stream || !sameCommOrder(placed[p.position], facts);
       outcomes.insert(outcomes.end(), w.outcomes.begin(), w.outcomes.end());
@@ -170,14 +160,19 @@ class OverlapCollectives final : public Pass {
       ctx.receive({});  // the grads are split now: the peaks received no longer hold
       return OverlapCollectives(kept).run(job, ctx) || changed;
     }
-    // Streams first: the simulation after the pass must see the comm streams.
+    // Streams first: the simulation after the pass must see the comm streams. Each program's on
+    // its own thread, as its schedule was.
     size_t moved = 0, events = 0;
-    for (size_t pos = 0; pos < placed.size(); ++pos) {
+    parallelFor(work.size(), [&](size_t i) {
+      ProgramSchedule& w = work[i];
+      ThreadEdits edits(job, *w.arena, &w.journal);
       std::vector<std::vector<Op*>> regions;
-      for (auto& x : placed[pos]) regions.push_back(x.now);
-      if (regions.empty()) continue;
-      auto [m, e] = assignCommStreams(job, regions, *aliases_of[pos], &facts);
-      moved += m, events += e;
+      for (auto& x : placed[w.program->position]) regions.push_back(x.now);
+      std::tie(w.moved, w.events) = assignCommStreams(job, regions, *aliases_of[w.program->position], &facts);
+    });
+    for (ProgramSchedule& w : work) {
+      if (job.journal) job.journal->append(std::exchange(w.journal, {}));
+      moved += w.moved, events += w.events;
     }
     StepTimeline sim_after;
     if (input_pos.empty()) {
@@ -221,6 +216,10 @@ class OverlapCollectives final : public Pass {
   // A program being scheduled: prepared in turn, then scheduled in parallel with the others.
   struct ProgramSchedule {
     Program* program = nullptr;
+    Arena* arena = nullptr;  // its edits' text (one of Job::edit_arenas)
+    EditJournal journal;     // its edits, until appended to the job's
+    size_t split = 0;        // matmul grads split
+    size_t moved = 0, events = 0;  // collectives put on a comm stream, events added (assignCommStreams)
     std::vector<std::vector<Op*>> regions;
     std::vector<uint32_t> pos;  // [op id]: its index in the entry block before the pass
     bool one_stream = false;    // before the pass, every op on the default stream and no events
@@ -273,14 +272,14 @@ class OverlapCollectives final : public Pass {
   // Splits every splittable matmul grad of `regions` (regions of `entry`) and lists each region's
   // ops again; returns how many were split. A split puts its ops at the grad op's place, so a
   // region is still the run between the same two ops outside it (or the block's ends).
-  static size_t splitGrads(Job& job, Block& entry, std::vector<std::vector<Op*>>& regions) {
+  static size_t splitGrads(Block& entry, std::vector<std::vector<Op*>>& regions) {
     size_t split = 0;
     for (auto& r : regions) {
       Op* before = r.front()->self == entry.ops.begin() ? nullptr : &*std::prev(r.front()->self);
       Op* after = std::next(r.back()->self) == entry.ops.end() ? nullptr : &*std::next(r.back()->self);
       size_t split_here = 0;
       for (Op* op : r)
-        if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(job, *op), ++split_here;
+        if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(*entry.program->job, *op), ++split_here;
       if (!split_here) continue;
       split += split_here;
       r.clear();

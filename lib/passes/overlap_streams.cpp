@@ -55,29 +55,16 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
   return regions;
 }
 
-namespace {
-// [first, last): the span of positions where `order` differs from `region`.
-std::pair<size_t, size_t> differingSpan(const std::vector<Op*>& region, const std::vector<Op*>& order) {
-  size_t first = 0, last = order.size();
-  while (first < last && region[first] == order[first]) ++first;
-  while (last > first && region[last - 1] == order[last - 1]) --last;
-  return {first, last};
-}
-}  // namespace
-
 void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order) {
   // Only the ops between the first and the last place where the orders differ move: a region that
   // keeps its order journals no move, so the verifier after the pass re-checks no ring for it.
-  auto [first, last] = differingSpan(region, order);
+  size_t first = 0, last = order.size();
+  while (first < last && region[first] == order[first]) ++first;
+  while (last > first && region[last - 1] == order[last - 1]) --last;
   if (first == last) return;
   Block& b = *region.front()->block;
   Block::OpIter before = last < region.size() ? region[last]->self : std::next(region.back()->self);
   for (size_t i = first; i < last; ++i) b.moveOp(order[i], before);
-}
-
-void journalMoves(const std::vector<Op*>& region, const std::vector<Op*>& order) {
-  auto [first, last] = differingSpan(region, order);
-  for (size_t i = first; i < last; ++i) journalMoved(*order[i]);
 }
 
 namespace {

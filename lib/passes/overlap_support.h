@@ -43,9 +43,6 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
 // of `region`. Splices only the ops between the first and the last place the two differ; ids and
 // def-use unchanged.
 void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order);
-// Journals the moves applyOrder(region, order) makes (EditJournal::moved), for orders applied
-// while the journal was detached.
-void journalMoves(const std::vector<Op*>& region, const std::vector<Op*>& order);
 
 // Puts every communicating collective of `regions` (regions of one block, whose views `aliases`
 // lists) on its ring's comm stream. Cross-stream data

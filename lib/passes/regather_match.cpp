@@ -148,7 +148,7 @@ void rewriteRegather(const RegatherMatch& m) {
   Var* fresh = b.freshVar(std::string(g->name) + "@regather", g->shape, g->dtype, g);
   // nranks 0: the attrs, nranks included when present, come from the forward all-gather.
   NewOp op = b.collective({CollectiveKind::AllGather, m.coll.ring_id, 0}, m.shard, fresh);
-  for (const Member& a : ag.attrs.items()) op.op().attrs.setRaw(b.job().arena, a.key, a.raw);  // names as the forward's
+  for (const Member& a : ag.attrs.items()) op.op().attrs.setRaw(b.job().editArena(), a.key, a.raw);  // names as the forward's
   op.phase(Phase::Backward);
   if (ag.hasDistAttr()) op.copyDistAttr(ag.dist_attr);
   op.insertBefore(*m.insert_before);
