@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <optional>
+#include <thread>
 
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/op_role.h"
+#include "ops/op_builder.h"
 #include "passes/pass_manager.h"
 #include "verify/verifier.h"
 
@@ -270,6 +272,71 @@ TEST_CASE("the edit journal records what the IR's edit functions change, and sco
   CHECK(split.executionStream() == "comm_0");
   scoped.touched = &restated;
   CHECK(verifyJob(*job, scoped).empty());
+}
+
+TEST_CASE("edits made on threads of their own journal as a serial run of the same edits would", "[passes][verify]") {
+  // Each rank: a relu appended, the split erased, a var added; rank 0 then rank 1.
+  auto edit = [](Job& job, int64_t rank) {
+    Block& b = *job.program(rank)->blocks[0];
+    Op relu = makeOp(job, "relu");
+    addInput(relu, job, "X", {"z"});
+    addOutput(relu, job, "Out", {"z"});
+    b.insertOp(b.ops.end(), std::move(relu));
+    b.eraseOp(&*std::next(b.ops.begin()));
+    OpBuilder(b).freshVar("extra_" + std::to_string(rank), {2}, DType::Float32);
+  };
+  auto names = [](const EditJournal& j) {
+    std::vector<std::string> out;
+    for (const Op* op : j.ops) out.push_back(std::to_string(op->block->program->rank) + ":" + std::string(op->type));
+    for (const Var* v : j.vars) out.push_back(std::string(v->name));
+    return out;  // (not the erased: which addresses a later insert reuses is the allocator's)
+  };
+  auto serial_job = loadJobFromText(kManagerJob, "job.json");
+  EditJournal serial;
+  serial_job->journal = &serial;
+  edit(*serial_job, 0);
+  edit(*serial_job, 1);
+  serial_job->journal = nullptr;
+
+  auto job = loadJobFromText(kManagerJob, "job.json");
+  EditJournal merged;
+  job->journal = &merged;
+  std::vector<EditJournal> own(2);
+  std::vector<Arena*> arenas{&job->edit_arenas.emplace_back(), &job->edit_arenas.emplace_back()};
+  std::thread t1([&] {
+    ThreadEdits e(*job, *arenas[1], &own[1]);
+    edit(*job, 1);
+  });
+  std::thread t0([&] {
+    ThreadEdits e(*job, *arenas[0], &own[0]);
+    edit(*job, 0);
+  });
+  t0.join();
+  t1.join();
+  CHECK(merged.ops.empty());  // nothing reached the job's journal from the threads
+  merged.append(std::move(own[0]));
+  merged.append(std::move(own[1]));
+  job->journal = nullptr;
+  CHECK(names(merged) == names(serial));
+  CHECK(names(merged) == std::vector<std::string>{"0:relu", "1:relu", "extra_0", "extra_1"});
+  VerifyOptions scoped;
+  scoped.touched = &merged;
+  CHECK(verifyJob(*job, scoped).empty());
+  CHECK(job->program(1)->blocks[0]->findLocal("extra_1")->name == "extra_1");  // its text in the thread's arena
+}
+
+TEST_CASE("a journal appended after another: an address it inserts at is no longer erased", "[passes][verify]") {
+  auto job = loadJobFromText(kManagerJob, "job.json");
+  Op* a = &job->program(0)->blocks[0]->ops.front();
+  Op* b = &job->program(1)->blocks[0]->ops.front();
+  EditJournal first, later;
+  first.erased = {a, b};
+  later.ops = {a};  // a new op at a's address
+  later.erased = {};
+  first.append(std::move(later));
+  CHECK(first.erased.count(a) == 0);
+  CHECK(first.erased.count(b) == 1);
+  CHECK(first.ops == std::vector<Op*>{a});
 }
 
 TEST_CASE("an erased collective puts its ring's issue order under the touched-only check", "[passes][verify]") {
