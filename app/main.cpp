@@ -15,6 +15,7 @@
 #include "io/temp_cleanup.h"
 #include "runtime/calibrate.h"
 #include "support/error.h"
+#include "support/parallel.h"
 
 namespace spopt::app {
 std::vector<Command>& commands() {
@@ -82,6 +83,14 @@ int main(int argc, char** argv) {
                                "", "at least 1"));
   };
   addMaxInputBytes(cli);
+  size_t threads = 0;
+  auto addThreads = [&](CLI::App& app) {
+    app.add_option("--threads", threads,
+                   "Most threads for loading a job and for a pass's per-rank work (default: every core, here " +
+                       std::to_string(threadLimit()) + "); 1 runs everything on one core, as MLIR's --mlir-disable-threading")
+        ->check(CLI::Range(size_t(1), size_t(1024)));
+  };
+  addThreads(cli);
 
   std::string footer = "\nExamples:\n";
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
@@ -89,7 +98,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = cli.add_subcommand(c.name, c.summary);
     sub->footer("Example: " + c.example);
     runners.emplace_back(sub, c.setup(*sub));
-    if (c.reads_input) addMaxInputBytes(*sub);
+    if (c.reads_input) addMaxInputBytes(*sub), addThreads(*sub);
     footer += "  " + c.example + "\n";
   }
   footer += "\nExit codes: 0 ok, 1 differs/fails a check, 2 bad input, 3 a pass broke an invariant.";
@@ -113,6 +122,7 @@ int main(int argc, char** argv) {
     return app::checkStdoutAtExit(cli.exit(e) == 0 ? kExitOk : kExitBadInput);
   }
 
+  if (threads) setThreadLimit(threads);
   auto logger = spdlog::stderr_color_mt("sp-opt");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("sp-opt: %^%l%$: %v");

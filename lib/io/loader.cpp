@@ -17,6 +17,7 @@
 #include "io/text_reader.h"
 #include "io/top_level_scan.h"
 #include "ir/resolve.h"
+#include "support/parallel.h"
 
 namespace spopt {
 namespace {
@@ -67,7 +68,7 @@ class FoundPrograms {
 // ends. Returns false when the scan gives up (the caller parses the whole document instead).
 bool loadChunked(Job& job, const Source& src, const std::string& name) {
   std::string_view text = src.text();
-  unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  unsigned threads = unsigned(std::clamp<size_t>(threadLimit(), 1, 16));
   job.load_arenas.resize(threads + 1);  // the last one is the header's
   FoundPrograms found;
   std::mutex layouts;

@@ -8,9 +8,19 @@
 
 namespace spopt {
 
+namespace {
+std::atomic<size_t> g_thread_limit{0};  // 0: the machine's cores
+}  // namespace
+
+size_t threadLimit() {
+  const size_t set = g_thread_limit.load(std::memory_order_relaxed);
+  return set ? set : std::max(1u, std::thread::hardware_concurrency());
+}
+void setThreadLimit(size_t n) { g_thread_limit.store(n, std::memory_order_relaxed); }
+
 void parallelFor(size_t n, absl::FunctionRef<void(size_t)> body) {
   if (n == 0) return;
-  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min(n, threadLimit());
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
   auto worker = [&] {

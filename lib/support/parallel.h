@@ -7,7 +7,12 @@
 
 namespace spopt {
 
-// Calls body(i) once for every i in [0, n), on up to std::thread::hardware_concurrency() threads
+// The most threads parallel work starts (the caller's included): the machine's cores
+// (std::thread::hardware_concurrency) unless set; sp-opt --threads sets it.
+size_t threadLimit();
+void setThreadLimit(size_t n);  // 0: the machine's cores again
+
+// Calls body(i) once for every i in [0, n), on up to threadLimit() threads
 // (the caller's among them; no thread when n <= 1), taking indices in order. After every call has
 // returned, rethrows the exception of the lowest index that threw, if any.
 void parallelFor(size_t n, absl::FunctionRef<void(size_t)> body);
