@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: a warnings-as-errors build with every test (unit, golden, script, MPI,
-# browser), the same suite under ASan+UBSan, and a short libFuzzer run over the loader.
+# browser), sp-opt's threads under ThreadSanitizer, the same suite under ASan+UBSan, and a short
+# libFuzzer run over the loader.
 # Environment: JOBS (parallel build/test jobs), FUZZ_SECONDS (default 60), SKIP_SANITIZE=1 (no
-# sanitizer build, so no fuzzers either).
+# sanitizer builds, so no fuzzers either).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -22,6 +23,15 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_WERROR=ON >/dev/nu
 cmake --build build -j"$JOBS"
 stage "tests"
 (cd build && ctest --output-on-failure -j"$JOBS")
+
+# The threads (the loader's, the passes' per-rank work) under ThreadSanitizer: sp-opt alone, then
+# the script that rewrites multi-rank jobs on one thread and on every core; any report fails it.
+if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  stage "rewrite under ThreadSanitizer"
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_TSAN=ON -DSPOPT_WERROR=ON -DSPOPT_NCCL=OFF >/dev/null
+  cmake --build build-tsan -j"$JOBS" --target sp-opt
+  TSAN_OPTIONS=halt_on_error=1:exitcode=66 bash tests/scripts/threads_same_output.sh build-tsan/sp-opt
+fi
 
 # The sanitizer build: clang when it is there, so that the same ASan+UBSan objects (compiled with
 # libFuzzer's coverage hooks) also make the fuzz targets -- one build instead of two.
