@@ -20,6 +20,9 @@
 #   "--tp 4 --hidden 1024 --heads 16 --seq 1024 --batch 8 --sequence-parallel", a shape at which
 #   overlap-collectives reorders under its default preset (at the default shape it refuses every
 #   collective, so its time is almost all analysis).
+#   SPOPT_BENCH_REWRITE_ARGS="..." adds options to every rewrite (both pipelines, every binary);
+#   e.g. "--threads 1": the passes' per-rank work and the loader on one core (a binary older than
+#   --threads does not take it).
 #   Not part of ctest. Needs /usr/bin/time (GNU time) and python3.
 set -euo pipefail
 
@@ -44,6 +47,7 @@ targets = [int(t) for t in sys.argv[6:]]
 repeat = int(repeat)
 binaries = [("before", before), ("after", after)] if before else [("after", after)]
 SHAPE = os.environ.get("SPOPT_BENCH_SHAPE", "--tp 4 --hidden 64 --heads 4 --seq 16 --batch 2 --sequence-parallel").split()
+EXTRA = os.environ.get("SPOPT_BENCH_REWRITE_ARGS", "").split()
 
 def generate(layers, path):
     out = subprocess.run([gen, "gen", "gpt", "--layers", str(layers), *SHAPE, "-o", path], check=True, capture_output=True, text=True).stdout
@@ -52,7 +56,7 @@ def generate(layers, path):
 def timed(binary, args):
     """Runs `binary rewrite args`; returns (wall s, user+sys s, peak RSS KiB, stderr)."""
     tfile = os.path.join(work, "time.txt")
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tfile, binary, "rewrite", *args], capture_output=True, text=True)
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tfile, binary, "rewrite", *EXTRA, *args], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"bench-rewrite: {binary} rewrite {' '.join(args)} failed:\n{r.stderr}")
     wall, user, sys_s, rss = open(tfile).read().split()[-4:]
@@ -91,7 +95,7 @@ o2 = generate(2, os.path.join(work, "l2.json"))
 per_layer, base = o2 - o1, o1 - (o2 - o1)
 
 load = open("/proc/loadavg").read().split()[:3]
-print(f"sp-opt rewrite: gen gpt {' '.join(SHAPE)} ({per_layer} ops per layer); best of {repeat}; {os.cpu_count()} CPUs; load at start {' '.join(load)}")
+print(f"sp-opt rewrite {' '.join(EXTRA)}: gen gpt {' '.join(SHAPE)} ({per_layer} ops per layer); best of {repeat}; {os.cpu_count()} CPUs; load at start {' '.join(load)}")
 if before:
     print(f"before: {before}\nafter:  {after}")
 print()
