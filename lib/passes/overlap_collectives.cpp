@@ -11,6 +11,8 @@
 //  3. if the program's peak memory (analysis/memory.h) rose by more than memory-cap, reschedule
 //     with a window four times smaller (down to the original order);
 //  4. put each ring's collectives on stream comm_ring_<id> (overlap_streams.cpp).
+// Steps 1-3, and 4, run for each rank on a thread of its own (support/parallel.h; its edits
+// through ThreadEdits, journaled in rank order).
 // Then the whole job is checked: where a schedule changed a ring's own order, that ring's
 // collective order must be identical on every member rank (checkRingOrders,
 // collective_rewrite_driver.h; where ring-reorder made the ranks choose differently, every program
