@@ -187,10 +187,6 @@ void journalOp(Op& op) {
   if (EditJournal* j = journalOf(op.block)) j->ops.push_back(&op);
 }
 
-void journalMoved(Op& op) {
-  if (EditJournal* j = journalOf(op.block)) j->moved.push_back(&op);
-}
-
 void journalExecutionAttrs(Op& op) {
   if (EditJournal* j = journalOf(op.block)) j->execution.push_back(&op);
 }
@@ -284,7 +280,7 @@ void Block::moveOp(Op* op, OpIter pos) {
   if (op->block != this) throw std::logic_error("moveOp: op " + std::string(op->type) + " is not in this block");
   if (pos == op->self) return;
   ops.splice(pos, ops, op->self);  // iterators and addresses stay valid
-  journalMoved(*op);
+  if (EditJournal* j = journalOf(this)) j->moved.push_back(op);
   positions_dirty_ = true;
 }
 

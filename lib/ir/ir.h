@@ -220,8 +220,6 @@ struct EditJournal {
 };
 // Records `op` in its job's journal, if one is attached.
 void journalOp(Op& op);
-// Records that `op` moved within its block (EditJournal::moved).
-void journalMoved(Op& op);
 // Records that only `op`'s execution attributes changed (EditJournal::execution).
 void journalExecutionAttrs(Op& op);
 

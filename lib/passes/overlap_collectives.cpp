@@ -29,6 +29,7 @@
 #include <utility>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/functional/function_ref.h>
 
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
@@ -44,7 +45,6 @@
 
 namespace spopt {
 namespace {
-
 
 class OverlapCollectives final : public Pass {
  public:
@@ -118,9 +118,7 @@ class OverlapCollectives final : public Pass {
       peak_before_[p->position] = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
       w.regions = std::move(regions);
     }
-    parallelFor(work.size(), [&](size_t i) {
-      ProgramSchedule& w = work[i];
-      ThreadEdits edits(job, *w.arena, &w.journal);
+    editEachProgram(job, work, [&](ProgramSchedule& w) {
       Block& entry = *w.program->blocks.front();
       if (opts_.split_grads) w.split = splitGrads(entry, w.regions);
       for (auto& r : w.regions)  // the split's new ops (not collectives: their facts are the thread's own)
@@ -130,7 +128,6 @@ class OverlapCollectives final : public Pass {
     });
     for (ProgramSchedule& w : work) {
       const Program& p = *w.program;
-      if (job.journal) job.journal->append(std::exchange(w.journal, {}));
       if (w.split) {
         changed = true;
         ctx.stats.notes["matmul-grad-split"] += w.split;
@@ -165,17 +162,12 @@ class OverlapCollectives final : public Pass {
     // Streams first: the simulation after the pass must see the comm streams. Each program's on
     // its own thread, as its schedule was.
     size_t moved = 0, events = 0;
-    parallelFor(work.size(), [&](size_t i) {
-      ProgramSchedule& w = work[i];
-      ThreadEdits edits(job, *w.arena, &w.journal);
+    editEachProgram(job, work, [&](ProgramSchedule& w) {
       std::vector<std::vector<Op*>> regions;
       for (auto& x : placed[w.program->position]) regions.push_back(x.now);
       std::tie(w.moved, w.events) = assignCommStreams(job, regions, *aliases_of[w.program->position], &facts);
     });
-    for (ProgramSchedule& w : work) {
-      if (job.journal) job.journal->append(std::exchange(w.journal, {}));
-      moved += w.moved, events += w.events;
-    }
+    for (const ProgramSchedule& w : work) moved += w.moved, events += w.events;
     StepTimeline sim_after;
     if (input_pos.empty()) {
       sim_after = sim_before;  // no program had a collective to schedule: nothing was split, moved or put on a stream
@@ -229,6 +221,17 @@ class OverlapCollectives final : public Pass {
     std::vector<CollectiveOutcome> outcomes;
     bool ring_reordered = false;  // some region issues a ring's collectives in a new order
   };
+
+  // Runs edit(w) for every program of `work`, each on a thread of its own with its edits apart
+  // (ThreadEdits), then appends their journals to the job's in program order.
+  static void editEachProgram(Job& job, std::vector<ProgramSchedule>& work, absl::FunctionRef<void(ProgramSchedule&)> edit) {
+    parallelFor(work.size(), [&](size_t i) {
+      ThreadEdits edits(job, *work[i].arena, &work[i].journal);
+      edit(work[i]);
+    });
+    if (job.journal)
+      for (ProgramSchedule& w : work) job.journal->append(std::exchange(w.journal, {}));
+  }
 
   // Schedules `w`'s regions and applies the orders (into `placed`): under the window, then
   // smaller windows while the peak rises past memory-cap. Reads only `w`'s program and facts

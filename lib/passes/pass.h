@@ -153,6 +153,10 @@ struct PassStats {
 // nothing, what it received itself.
 struct KnownAnalyses {
   std::vector<std::optional<int64_t>> peak_bytes;  // [program position]
+  void setPeakBytes(size_t position, int64_t bytes) {
+    if (peak_bytes.size() <= position) peak_bytes.resize(position + 1);
+    peak_bytes[position] = bytes;
+  }
 };
 
 class PassContext {
@@ -192,10 +196,7 @@ class PassContext {
     return p.position < received_.peak_bytes.size() ? received_.peak_bytes[p.position] : std::nullopt;
   }
   // Records the peak bytes of `p` as this pass leaves the job: measured after its last edit of `p`.
-  void leavePeakBytes(const Program& p, int64_t bytes) {
-    if (left.peak_bytes.size() <= p.position) left.peak_bytes.resize(p.position + 1);
-    left.peak_bytes[p.position] = bytes;
-  }
+  void leavePeakBytes(const Program& p, int64_t bytes) { left.setPeakBytes(p.position, bytes); }
   void receive(KnownAnalyses known) { received_ = std::move(known); }  // by the pass manager
 
   PassStats stats;

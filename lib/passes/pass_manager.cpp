@@ -35,10 +35,8 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     // nothing leaves the job as it got it, so what was known still holds.
     if (run.changed) known = std::move(ctx.left);
     else
-      for (size_t i = 0; i < ctx.left.peak_bytes.size(); ++i) {
-        if (known.peak_bytes.size() <= i) known.peak_bytes.resize(i + 1);
-        if (ctx.left.peak_bytes[i]) known.peak_bytes[i] = ctx.left.peak_bytes[i];
-      }
+      for (size_t i = 0; i < ctx.left.peak_bytes.size(); ++i)
+        if (ctx.left.peak_bytes[i]) known.setPeakBytes(i, *ctx.left.peak_bytes[i]);
     run.stats = std::move(ctx.stats);
     run.explain = std::move(ctx.explain);
     if (opts.verify_each) {

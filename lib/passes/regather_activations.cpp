@@ -81,11 +81,9 @@ class RegatherActivations final : public Pass {
     table.checkInsertions(rings, positions, planned);
     Stats stats;
     int64_t regathers = 0, released = 0, kept = 0;
-    for (size_t i = 0; i < table.size(); ++i)
-      if (table.state(i).change) {
-        measureEveryProgram(job);  // the shards' deaths (noteShardKept) and the peaks before
-        break;
-      }
+    bool any_change = false;
+    for (size_t i = 0; i < table.size() && !any_change; ++i) any_change = table.state(i).change;
+    if (any_change) measureEveryProgram(job);  // the shards' deaths (noteShardKept) and the peaks before
     for (size_t i = 0; i < table.size(); ++i) {
       if (!table.state(i).change) continue;
       ++regathers;
