@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "support/parallel.h"
+
 namespace spopt {
 
 CollectiveSig signatureOf(const Op& op) {
@@ -56,15 +58,16 @@ RingOrder::RingOrder(const Job& job, RingFacts* facts) : facts_(facts) {
   by_program_.resize(job.programs.size());
   place_of_.resize(job.programs.size());
   std::map<int64_t, Ring> rings;
-  for (const auto& p : job.programs) {
-    auto& mine = by_program_[p->position];
-    if (facts) {  // collectivesByRing's walk, on the cache
+  if (facts) {  // collectivesByRing's walk, on the cache (which one thread fills)
+    for (const auto& p : job.programs)
       for (const auto& b : p->blocks)
         for (const Op& op : b->ops)
-          if (std::optional<int64_t> ring = facts->ringOf(op)) mine[*ring].push_back(&op);
-    } else {
-      mine = collectivesByRing(*p);
-    }
+          if (std::optional<int64_t> ring = facts->ringOf(op)) by_program_[p->position][*ring].push_back(&op);
+  } else {  // each program's walk on a thread of its own: it reads only that program
+    parallelFor(job.programs.size(), [&](size_t i) { by_program_[i] = collectivesByRing(*job.programs[i]); });
+  }
+  for (const auto& p : job.programs) {
+    const auto& mine = by_program_[p->position];
     auto& places = place_of_[p->position];
     places.assign(p->next_op_id, Place{});
     for (const auto& [ring, ops] : mine) {

@@ -31,6 +31,7 @@
 #include "passes/allreduce_split_match.h"
 #include "passes/builtin_passes.h"
 #include "passes/collective_rewrite_driver.h"
+#include "support/parallel.h"
 
 namespace spopt {
 namespace {
@@ -46,32 +47,45 @@ class FuseAllreduceSplit final : public Pass {
 
   bool run(Job& job, PassContext& ctx) override {
     CollectiveRewriteDriver<AllReduceSplitMatch> table(job, {"fuse", "fused", "fusion", "an all-reduce"});
-    std::vector<std::unordered_set<std::string_view>> fetched(job.programs.size());
-    std::vector<std::unordered_set<std::string>> awaited(job.programs.size());  // events_to_wait
-    std::vector<Op*> allreduces;  // in program/block/op order
-    for (auto& p : job.programs) {
-      for (auto& b : p->blocks)
-        for (Op& op : b->ops) {
-          if (op.hasDistAttr())
-            for (std::string& e : eventsToWait(op)) awaited[p->position].insert(std::move(e));
-          auto coll = asCollective(op);
-          if (coll && coll->kind == CollectiveKind::AllReduce) allreduces.push_back(&op);
-        }
-      fetched[p->position].insert(p->fetch.begin(), p->fetch.end());
-    }
+    // Each program's all-reduces are matched on a thread of their own (the matcher reads only the
+    // all-reduce's program), then entered in program order. Every all-reduce is entered: one that
+    // is no candidate still tells its peers why.
+    struct ProgramMatches {
+      std::unordered_set<std::string_view> fetched;
+      std::unordered_set<std::string> awaited;  // events_to_wait
+      struct Matched {
+        Op* op;
+        Collective coll;
+        AllReduceSplitResult result;
+      };
+      std::vector<Matched> results;  // in block/op order
+    };
+    std::vector<ProgramMatches> per_program(job.programs.size());
     AllReduceSplitEnv env;
     env.job = &job;
     env.position = [](const Op* op) { return uint32_t(op->block->indexOf(op)); };
-    env.fetched = [&](const Var* v) { return fetched[v->block->program->position].count(v->name) > 0; };
-    env.awaited = [&](const Program& p, std::string_view e) { return awaited[p.position].count(std::string(e)) > 0; };
+    env.fetched = [&](const Var* v) { return per_program[v->block->program->position].fetched.count(v->name) > 0; };
+    env.awaited = [&](const Program& p, std::string_view e) { return per_program[p.position].awaited.count(std::string(e)) > 0; };
     env.reshard_only = opts_.reshard_only;
-    // Every all-reduce is entered: one that is no candidate still tells its peers why.
-    table.reserve(allreduces.size());
-    for (Op* op : allreduces) {
-      Collective coll = *asCollective(*op);
-      AllReduceSplitResult r = matchAllReduceSplit(*op, coll, env);
-      table.add(*op, coll, r.candidate, std::move(r.match), std::move(r.refusal));
-    }
+    parallelFor(job.programs.size(), [&](size_t i) {
+      const Program& p = *job.programs[i];
+      ProgramMatches& mine = per_program[i];
+      std::vector<std::pair<Op*, Collective>> allreduces;
+      for (auto& b : p.blocks)
+        for (Op& op : b->ops) {
+          if (op.hasDistAttr())
+            for (std::string& e : eventsToWait(op)) mine.awaited.insert(std::move(e));
+          auto coll = asCollective(op);
+          if (coll && coll->kind == CollectiveKind::AllReduce) allreduces.emplace_back(&op, *coll);
+        }
+      mine.fetched.insert(p.fetch.begin(), p.fetch.end());
+      for (auto& [op, coll] : allreduces) mine.results.push_back({op, coll, matchAllReduceSplit(*op, coll, env)});
+    });
+    size_t candidates = 0;
+    for (const ProgramMatches& m : per_program) candidates += m.results.size();
+    table.reserve(candidates);
+    for (ProgramMatches& m : per_program)
+      for (auto& [op, coll, r] : m.results) table.add(*op, coll, r.candidate, std::move(r.match), std::move(r.refusal));
     int64_t fused_positions = 0;  // max-fusions counts in group (file) order, then issue order
     DecideOptions decide;
     decide.skip_agreement = opts_.unsafe_skip_agreement;
@@ -84,12 +98,16 @@ class FuseAllreduceSplit final : public Pass {
     };
     table.decide(RingOrder(job), decide);
     table.report(ctx);
+    std::vector<std::vector<size_t>> fused(job.programs.size());  // [program position]: candidates to rewrite
     bool changed = false;
     for (size_t i = 0; i < table.size(); ++i)
       if (table.state(i).change) {
-        rewrite(table.match(i));
+        fused[table.state(i).op->block->program->position].push_back(i);
         changed = true;
       }
+    editInParallel(job, fused.size(), [&](size_t p) {  // each program's rewrites edit only it
+      for (size_t i : fused[p]) rewrite(table.match(i));
+    });
     return changed;
   }
 

@@ -105,7 +105,6 @@ class OverlapCollectives final : public Pass {
       if (!has_comm) continue;
       ProgramSchedule& w = work.emplace_back();
       w.program = p.get();
-      w.arena = &job.edit_arenas.emplace_back();
       w.pos.assign(p->next_op_id, 0);
       uint32_t at = 0;
       w.one_stream = p->blocks.size() == 1;  // every op on the default stream, no events
@@ -118,7 +117,8 @@ class OverlapCollectives final : public Pass {
       peak_before_[p->position] = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
       w.regions = std::move(regions);
     }
-    editEachProgram(job, work, [&](ProgramSchedule& w) {
+    editInParallel(job, work.size(), [&](size_t i) {
+      ProgramSchedule& w = work[i];
       Block& entry = *w.program->blocks.front();
       if (opts_.split_grads) w.split = splitGrads(entry, w.regions);
       for (auto& r : w.regions)  // the split's new ops (not collectives: their facts are the thread's own)
@@ -162,7 +162,8 @@ class OverlapCollectives final : public Pass {
     // Streams first: the simulation after the pass must see the comm streams. Each program's on
     // its own thread, as its schedule was.
     size_t moved = 0, events = 0;
-    editEachProgram(job, work, [&](ProgramSchedule& w) {
+    editInParallel(job, work.size(), [&](size_t i) {
+      ProgramSchedule& w = work[i];
       std::vector<std::vector<Op*>> regions;
       for (auto& x : placed[w.program->position]) regions.push_back(x.now);
       std::tie(w.moved, w.events) = assignCommStreams(job, regions, *aliases_of[w.program->position], &facts);
@@ -210,8 +211,6 @@ class OverlapCollectives final : public Pass {
   // A program being scheduled: prepared in turn, then scheduled in parallel with the others.
   struct ProgramSchedule {
     Program* program = nullptr;
-    Arena* arena = nullptr;  // its edits' text (one of Job::edit_arenas)
-    EditJournal journal;     // its edits, until appended to the job's
     size_t split = 0;        // matmul grads split
     size_t moved = 0, events = 0;  // collectives put on a comm stream, events added (assignCommStreams)
     std::vector<std::vector<Op*>> regions;
@@ -221,17 +220,6 @@ class OverlapCollectives final : public Pass {
     std::vector<CollectiveOutcome> outcomes;
     bool ring_reordered = false;  // some region issues a ring's collectives in a new order
   };
-
-  // Runs edit(w) for every program of `work`, each on a thread of its own with its edits apart
-  // (ThreadEdits), then appends their journals to the job's in program order.
-  static void editEachProgram(Job& job, std::vector<ProgramSchedule>& work, absl::FunctionRef<void(ProgramSchedule&)> edit) {
-    parallelFor(work.size(), [&](size_t i) {
-      ThreadEdits edits(job, *work[i].arena, &work[i].journal);
-      edit(work[i]);
-    });
-    if (job.journal)
-      for (ProgramSchedule& w : work) job.journal->append(std::exchange(w.journal, {}));
-  }
 
   // Schedules `w`'s regions and applies the orders (into `placed`): under the window, then
   // smaller windows while the peak rises past memory-cap. Reads only `w`'s program and facts

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "support/parallel.h"
+
 namespace spopt {
 
 const char* optionKindName(OptionKind k) {
@@ -142,6 +144,18 @@ void PassContext::note(ExplainRecord r) {
   ++stats.notes[r.code];
   r.rewritten = true;
   if (collect_explain_) explain.push_back(std::move(r));
+}
+
+void editInParallel(Job& job, size_t n, absl::FunctionRef<void(size_t)> edit) {
+  std::vector<Arena*> arenas(n);
+  for (Arena*& a : arenas) a = &job.edit_arenas.emplace_back();
+  std::vector<EditJournal> journals(n);
+  parallelFor(n, [&](size_t i) {
+    ThreadEdits edits(job, *arenas[i], &journals[i]);
+    edit(i);
+  });
+  if (job.journal)
+    for (EditJournal& j : journals) job.journal->append(std::move(j));
 }
 
 }  // namespace spopt

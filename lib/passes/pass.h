@@ -19,6 +19,8 @@
 #include <variant>
 #include <vector>
 
+#include <absl/functional/function_ref.h>
+
 #include "ir/ir.h"
 #include "passes/refusal.h"
 #include "passes/statistic.h"
@@ -209,6 +211,14 @@ class PassContext {
   bool collect_statistics_;
   const std::vector<StatisticSpec>* statistics_;
 };
+
+// Runs edit(i) for every i in [0, n) on threads (support/parallel.h), as MLIR's pass manager runs a
+// pass on isolated functions: edit(i) edits only what no other index edits (its own program) and
+// reads only what no other index edits. Each index's edits store their text in an arena of their
+// own and record into a journal of their own (ThreadEdits, ir/ir.h), appended to the job's in
+// index order once every call has returned: the verifier then reads what a serial run would have
+// recorded.
+void editInParallel(Job& job, size_t n, absl::FunctionRef<void(size_t)> edit);
 
 class Pass {
  public:

@@ -57,16 +57,27 @@ class RegatherActivations final : public Pass {
     if (opts_.mode == "off") return false;
     memory_.clear();
     Table table(job, {"re-gather", "re-gathered", "re-gather", "a forward all-gather"});
-    for (auto& p : job.programs) {
-      BlockOwners owners(*p);
-      for (auto& b : p->blocks)
+    // Each program's all-gathers are matched on a thread of their own (the matcher reads only the
+    // all-gather's program), then entered in program order.
+    struct Matched {
+      Op* op;
+      Collective coll;
+      RegatherResult result;
+    };
+    std::vector<std::vector<Matched>> matched(job.programs.size());
+    parallelFor(job.programs.size(), [&](size_t i) {
+      const Program& p = *job.programs[i];
+      BlockOwners owners(p);
+      for (auto& b : p.blocks)
         for (Op& op : b->ops) {
           auto coll = asCollective(op);
           if (!coll || coll->kind != CollectiveKind::AllGather) continue;
           RegatherResult r = matchRegather(op, *coll, owners, ctx.explaining());
-          if (r.candidate) table.add(op, *coll, true, std::move(r.match), std::move(r.refusal));
+          if (r.candidate) matched[i].push_back({&op, *coll, std::move(r)});
         }
-    }
+    });
+    for (auto& in_program : matched)
+      for (auto& [op, coll, r] : in_program) table.add(*op, coll, true, std::move(r.match), std::move(r.refusal));
     RingOrder rings(job);
     auto planned = [&](size_t i) { return PlannedCollective{table.match(i).insert_before, signatureOf(*table.state(i).op)}; };
     DecideOptions decide;
@@ -96,8 +107,12 @@ class RegatherActivations final : public Pass {
     stats.released_early = released;
     stats.shard_kept_alive = kept;
     for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
+    std::vector<std::vector<size_t>> regathered(job.programs.size());  // [program position]: candidates to rewrite
     for (size_t i = 0; i < table.size(); ++i)
-      if (table.state(i).change) rewriteRegather(table.match(i));
+      if (table.state(i).change) regathered[table.state(i).op->block->program->position].push_back(i);
+    editInParallel(job, regathered.size(), [&](size_t p) {  // each program's rewrites edit only it
+      for (size_t i : regathered[p]) rewriteRegather(table.match(i));
+    });
     std::vector<int64_t> peaks(job.programs.size());
     parallelFor(job.programs.size(), [&](size_t i) { peaks[i] = peakBytes(*job.programs[i]); });  // each reads its program only
     for (auto& p : job.programs) {
