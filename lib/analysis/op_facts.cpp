@@ -5,22 +5,51 @@
 
 #include "analysis/collectives.h"
 #include "ops/op_view.h"
+#include "support/parallel.h"
 
 namespace spopt {
 
 OpFactsCache::Entry& OpFactsCache::grow(const Op& op) {
-  const Program& p = *op.block->program;
+  return sizeFor(*op.block->program, op.id + 1)[op.id];
+}
+
+std::vector<OpFactsCache::Entry>& OpFactsCache::sizeFor(const Program& p, size_t ids) {
   if (by_program_.size() <= p.position) by_program_.resize(p.position + 1);
   std::vector<Entry>& v = by_program_[p.position];
-  if (v.size() <= op.id) {
-    const size_t n = std::max<size_t>(p.next_op_id, op.id + 1);
+  if (v.size() < ids || v.size() < p.next_op_id) {
+    const size_t n = std::max<size_t>(p.next_op_id, ids);
     // A pass adds ops after its first questions (overlap-collectives' grad split about a fifth
     // more): with room for half as many again, the list is not copied into fresh pages when they
     // come. Room never written is never faulted in.
     if (v.capacity() < n) v.reserve(n + n / 2);
     v.resize(n);
   }
-  return v[op.id];
+  return v;
+}
+
+void OpFactsCache::readAll(const Job& job) {
+  for (const auto& p : job.programs) sizeFor(*p, 0);
+  struct Comm {
+    Entry* entry;
+    uint32_t slot;  // the entry's comm slot before this read (UINT32_MAX: none)
+    CommFacts facts;
+  };
+  std::vector<std::vector<Comm>> comms(job.programs.size());  // [program position], in op order
+  parallelFor(job.programs.size(), [&](size_t i) {  // each program's entries on one thread
+    std::vector<Entry>& entries = by_program_[i];
+    for (const auto& b : job.programs[i]->blocks)
+      for (const Op& op : b->ops) {
+        Entry& e = entries[op.id];
+        if (e.known) continue;
+        CommFacts c;
+        const uint32_t slot = e.facts.comm;
+        e.facts = read(op, &c);
+        e.known = true;
+        if (e.facts.communicates || c.p2p) comms[i].push_back({&e, slot, std::move(c)});
+      }
+  });
+  for (auto& in_program : comms)
+    for (Comm& c : in_program) c.entry->facts.comm = place(c.slot, std::move(c.facts));
 }
 
 double OpFactsCache::cost(const Op& op) {
@@ -33,6 +62,9 @@ double OpFactsCache::cost(const Op& op) {
 }
 
 uint32_t OpFactsCache::internStream(std::string_view raw, const Op& op) {
+  // Most ops run on the default stream: named so, or not at all (Op::executionStream). Those take
+  // neither the lock nor a copy of the text.
+  if (raw == "\"default\"" || raw == "\"\"") return 0;
   std::lock_guard<std::mutex> lock(streams_);
   auto [known, fresh_raw] = stream_of_raw_.try_emplace(std::string(raw), 0);
   if (fresh_raw) {
@@ -44,6 +76,25 @@ uint32_t OpFactsCache::internStream(std::string_view raw, const Op& op) {
 }
 
 void OpFactsCache::fill(const Op& op, Entry& e) {
+  CommFacts c;
+  const uint32_t slot = e.facts.comm;
+  e.facts = read(op, &c);
+  if (e.facts.communicates || c.p2p) e.facts.comm = place(slot, std::move(c));
+  e.known = true;
+}
+
+uint32_t OpFactsCache::place(uint32_t slot, CommFacts c) {
+  // An op read again after forget() (its stream or events changed) keeps its slot: a pass that
+  // moves every collective to a comm stream does not grow the list by as many again.
+  if (slot < comm_.size()) {
+    comm_[slot] = std::move(c);
+    return slot;
+  }
+  comm_.push_back(std::move(c));
+  return uint32_t(comm_.size() - 1);
+}
+
+OpFacts OpFactsCache::read(const Op& op, CommFacts* c) {
   OpFacts f;
   f.phase = phaseOf(op);
   f.has_sub_block = op.attrs.has("sub_block");
@@ -56,34 +107,21 @@ void OpFactsCache::fill(const Op& op, Entry& e) {
     }
   }
   ResolvedOp r = resolveOp(op.type);
-  CommFacts c;
   if (r && r.def->collective) {
     auto coll = asCollective(op);
     if (coll && communicates(*coll)) {
       f.communicates = true;
       f.kernel_comm = coll->kind == CollectiveKind::KernelAllReduce;
-      c.ring_id = coll->ring_id;
-      c.sig = signatureOf(op);
+      c->ring_id = coll->ring_id;
+      c->sig = signatureOf(op);
     }
   }
-  if (r && r.def->p2p) c.p2p = asPointToPoint(op);
-  if (f.communicates || c.p2p) {
-    // An op read again after forget() (its stream or events changed) keeps its slot: a pass that
-    // moves every collective to a comm stream does not grow the list by as many again.
-    if (e.facts.comm < comm_.size()) {
-      f.comm = e.facts.comm;
-      comm_[f.comm] = std::move(c);
-    } else {
-      f.comm = uint32_t(comm_.size());
-      comm_.push_back(std::move(c));
-    }
-  }
+  if (r && r.def->p2p) c->p2p = asPointToPoint(op);
   const OpView view(op, r);
   f.many_inputs = op.inputs.size() > 32;
   for (size_t i = 0; i < op.inputs.size() && i < 32; ++i)
     if (!view.readsBuffer(op.inputs[i].name)) f.shape_only_inputs |= uint32_t(1) << i;
-  e.facts = std::move(f);
-  e.known = true;
+  return f;
 }
 
 }  // namespace spopt

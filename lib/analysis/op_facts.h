@@ -10,7 +10,8 @@
 // Threads: once one thread has read some op of each program (which sizes the cache's list of
 // programs), threads that each work on programs of their own may read and cost their programs'
 // ops at once, filling the facts of ops that are neither collectives nor sends (the stream names
-// they share are interned under a lock). A collective's or a send's first read is one thread's.
+// they share are interned under a lock). A collective's or a send's first read is one thread's,
+// or readAll's, which reads every program on threads and places their details after.
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,10 @@ class OpFactsCache final : public RingFacts {
     return f.communicates ? std::optional<int64_t>(comm(f).ring_id) : std::nullopt;
   }
   CollectiveSig signatureOfCollective(const Op& op) override { return comm(facts(op)).sig; }
+  // Reads the facts of every op of `job` not read yet, each program's on a thread of its own; the
+  // collectives' and sends' details are placed after, in job order, as reading each op in job
+  // order would place them.
+  void readAll(const Job& job);
   // Drops what was read of `op` (its attrs or dist_attr changed); its cost stays.
   void forget(const Op& op) { entry(op).known = false; }
   // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.
@@ -89,7 +94,10 @@ class OpFactsCache final : public RingFacts {
     return grow(op);
   }
   Entry& grow(const Op& op);
+  std::vector<Entry>& sizeFor(const Program& p, size_t ids);  // room for ids [0, max(ids, next_op_id))
   void fill(const Op& op, Entry& e);
+  OpFacts read(const Op& op, CommFacts* comm);   // the op's facts; *comm: its CommFacts, when it has one
+  uint32_t place(uint32_t slot, CommFacts comm);  // the comm_ index it gets (`slot`, its old one, when valid)
   uint32_t internStream(std::string_view raw, const Op& op);
 
   const HardwareModel* model_ = nullptr;

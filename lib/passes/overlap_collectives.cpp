@@ -71,6 +71,7 @@ class OverlapCollectives final : public Pass {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
     OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
+    facts.readAll(job);         // each program's ops on a thread of its own
     // The job before the pass is simulated for the statistics only; the job after is always
     // walked, the proof that the new orders cannot hang across rings (timed for the statistics).
     const bool statistics = ctx.collectingStatistics();
@@ -90,10 +91,10 @@ class OverlapCollectives final : public Pass {
     std::vector<std::unique_ptr<BufferAliases>> aliases_of(job.programs.size());  // of each scheduled entry block
     peak_before_.assign(job.programs.size(), 0);
     peak_after_.assign(job.programs.size(), 0);
-    // The programs with collectives to schedule are found in turn (reading each op's facts the
-    // first time), then split, scheduled and measured in parallel, as MLIR's pass manager runs a
-    // pass on isolated functions: each program on one thread at a time, reading only itself and
-    // the facts, editing only itself, its edits journaled apart and appended in program order.
+    // The programs with collectives to schedule are found in turn, then split, scheduled and
+    // measured in parallel, as MLIR's pass manager runs a pass on isolated functions: each program
+    // on one thread at a time, reading only itself and the facts, editing only itself, its edits
+    // journaled apart and appended in program order.
     std::vector<ProgramSchedule> work;
     for (auto& p : job.programs) {
       if (p->blocks.empty()) continue;

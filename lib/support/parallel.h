@@ -1,6 +1,7 @@
 #pragma once
-// Work spread over the machine's cores: the loader's programs (io/loader.cpp) and a pass's
-// per-program work (overlap-collectives) run on threads, one index at a time each.
+// Work spread over the machine's cores: the loader's programs (io/loader.cpp), the passes' and the
+// verifier's per-program work run on threads, one index at a time each. The helper threads are
+// kept for the process's life and reused by every call (support/parallel.cpp says why).
 #include <cstddef>
 
 #include <absl/functional/function_ref.h>
