@@ -141,10 +141,13 @@ Divergence RingOrder::compare(const Ring& r, const std::vector<std::pair<int64_t
 Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, std::vector<PlannedCollective>>& per_rank) const {
   const Ring* r = ring(ring_id);
   if (!r) return {};
-  std::vector<std::pair<int64_t, std::vector<CollectiveSig>>> seqs;
+  std::vector<std::pair<int64_t, std::vector<CollectiveSig>>> seqs(r->members.size());
   // Issue order of an op: (block position, index in block).
   auto key = [](const Op* o) { return std::make_pair(o->block->position, o->block->indexOf(o)); };
-  for (const RingIssuer& m : r->members) {
+  // Each member's new order reads only the member's program: on a thread of its own, unless the
+  // signatures come from a RingFacts (whose first reads are one thread's).
+  auto member = [&](size_t mi) {
+    const RingIssuer& m = r->members[mi];
     std::vector<CollectiveSig> seq;
     auto it = per_rank.find(m.program->rank);
     if (it == per_rank.end()) {
@@ -168,8 +171,12 @@ Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, s
         if (k < m.ops.size()) seq.push_back(signature(*m.ops[k]));
       }
     }
-    seqs.emplace_back(m.program->rank, std::move(seq));
-  }
+    seqs[mi] = {m.program->rank, std::move(seq)};
+  };
+  if (facts_)
+    for (size_t mi = 0; mi < r->members.size(); ++mi) member(mi);
+  else
+    parallelFor(r->members.size(), member);
   return compare(*r, seqs);
 }
 

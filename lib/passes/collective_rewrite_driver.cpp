@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "support/parallel.h"
+
 namespace spopt {
 namespace {
 
@@ -130,22 +132,25 @@ void CandidateTable::checkInsertions(const RingOrder& rings, const std::vector<A
       if (states_[i].change) per_ring[pos.ring->ring_id][states_[i].op->block->program->rank].emplace_back(pos.k, i);
   for (auto& [ring_id, per_rank] : per_ring) {
     std::map<int64_t, std::vector<PlannedCollective>> insertions;
-    for (auto& [rank, list] : per_rank) {
-      // The order the rewrite produces: by insertion point, then by k for one point. Each plan is
-      // made once (it reads the collective's signature), not once per comparison.
+    std::vector<std::pair<const std::vector<std::pair<size_t, size_t>>*, std::vector<PlannedCollective>*>> ranks;
+    for (auto& [rank, list] : per_rank) ranks.emplace_back(&list, &insertions[rank]);
+    // Each rank's plans on a thread of their own (a plan reads only the rank's program), in the
+    // order the rewrite produces: by insertion point, then by k for one point. Each plan is made
+    // once (it reads the collective's signature), not once per comparison.
+    parallelFor(ranks.size(), [&](size_t r) {
       struct Keyed {
         std::tuple<size_t, size_t, size_t> key;
         PlannedCollective plan;
       };
       std::vector<Keyed> keyed;
-      keyed.reserve(list.size());
-      for (auto& [k, i] : list) {
+      keyed.reserve(ranks[r].first->size());
+      for (auto& [k, i] : *ranks[r].first) {
         PlannedCollective plan = planned(i);
         keyed.push_back({{plan.before->block->position, plan.before->block->indexOf(plan.before), k}, std::move(plan)});
       }
       std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
-      for (Keyed& e : keyed) insertions[rank].push_back(std::move(e.plan));
-    }
+      for (Keyed& e : keyed) ranks[r].second->push_back(std::move(e.plan));
+    });
     Divergence d = rings.checkInsertions(ring_id, insertions);
     if (d.ok) continue;
     for (auto& [rank, list] : per_rank)

@@ -126,6 +126,7 @@ class OverlapCollectives final : public Pass {
         for (Op* op : r) facts.facts(*op);
       aliases_of[w.program->position] = std::make_unique<BufferAliases>(entry);
       schedule(w, facts, *aliases_of[w.program->position], placed[w.program->position]);
+      w.same_comm_order = sameCommOrder(placed[w.program->position], facts);
     });
     for (ProgramSchedule& w : work) {
       const Program& p = *w.program;
@@ -134,7 +135,7 @@ class OverlapCollectives final : public Pass {
         ctx.stats.notes["matmul-grad-split"] += w.split;
       }
       rings_reordered = rings_reordered || w.ring_reordered;
-      prove_hang_free = prove_hang_free || !w.one_stream || !sameCommOrder(placed[p.position], facts);
+      prove_hang_free = prove_hang_free || !w.one_stream || !w.same_comm_order;
       outcomes.insert(outcomes.end(), w.outcomes.begin(), w.outcomes.end());
       input_pos.emplace_back(&p, std::move(w.pos));
     }
@@ -220,6 +221,7 @@ class OverlapCollectives final : public Pass {
     // The schedule's results.
     std::vector<CollectiveOutcome> outcomes;
     bool ring_reordered = false;  // some region issues a ring's collectives in a new order
+    bool same_comm_order = true;  // every region issues its communicating ops in the order it had
   };
 
   // Schedules `w`'s regions and applies the orders (into `placed`): under the window, then
