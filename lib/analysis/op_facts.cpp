@@ -28,15 +28,15 @@ std::vector<OpFactsCache::Entry>& OpFactsCache::sizeFor(const Program& p, size_t
 }
 
 void OpFactsCache::readAll(const Job& job) {
-  for (const auto& p : job.programs) sizeFor(*p, 0);
+  if (by_program_.size() < job.programs.size()) by_program_.resize(job.programs.size());
   struct Comm {
     Entry* entry;
     uint32_t slot;  // the entry's comm slot before this read (UINT32_MAX: none)
     CommFacts facts;
   };
   std::vector<std::vector<Comm>> comms(job.programs.size());  // [program position], in op order
-  parallelFor(job.programs.size(), [&](size_t i) {  // each program's entries on one thread
-    std::vector<Entry>& entries = by_program_[i];
+  parallelFor(job.programs.size(), [&](size_t i) {  // each program's entries on one thread (sized there too)
+    std::vector<Entry>& entries = sizeFor(*job.programs[i], 0);
     for (const auto& b : job.programs[i]->blocks)
       for (const Op& op : b->ops) {
         Entry& e = entries[op.id];

@@ -91,33 +91,37 @@ class OverlapCollectives final : public Pass {
     std::vector<std::unique_ptr<BufferAliases>> aliases_of(job.programs.size());  // of each scheduled entry block
     peak_before_.assign(job.programs.size(), 0);
     peak_after_.assign(job.programs.size(), 0);
-    // The programs with collectives to schedule are found in turn, then split, scheduled and
-    // measured in parallel, as MLIR's pass manager runs a pass on isolated functions: each program
-    // on one thread at a time, reading only itself and the facts, editing only itself, its edits
-    // journaled apart and appended in program order.
-    std::vector<ProgramSchedule> work;
-    for (auto& p : job.programs) {
-      if (p->blocks.empty()) continue;
-      Block& entry = *p->blocks.front();
+    // The programs with collectives to schedule are found, split, scheduled and measured in
+    // parallel, as MLIR's pass manager runs a pass on isolated functions: each program on one
+    // thread at a time, reading only itself and the facts (every op's read above), editing only
+    // itself, its edits journaled apart and appended in program order.
+    std::vector<std::optional<ProgramSchedule>> found(job.programs.size());
+    parallelFor(job.programs.size(), [&](size_t i) {
+      Program& p = *job.programs[i];
+      if (p.blocks.empty()) return;
+      Block& entry = *p.blocks.front();
       auto regions = scheduleRegions(entry, phases, &facts);
       bool has_comm = false;
       for (auto& r : regions)
         for (Op* op : r) has_comm = has_comm || commRing(*op, &facts).has_value();
-      if (!has_comm) continue;
-      ProgramSchedule& w = work.emplace_back();
-      w.program = p.get();
-      w.pos.assign(p->next_op_id, 0);
+      if (!has_comm) return;
+      ProgramSchedule& w = found[i].emplace();
+      w.program = &p;
+      w.pos.assign(p.next_op_id, 0);
       uint32_t at = 0;
-      w.one_stream = p->blocks.size() == 1;  // every op on the default stream, no events
+      w.one_stream = p.blocks.size() == 1;  // every op on the default stream, no events
       for (Op& op : entry.ops) {
         w.pos[op.id] = at++;
         const OpFacts& f = facts.facts(op);
         w.one_stream = w.one_stream && f.stream == 0 && !f.has_events;
       }
-      const std::optional<int64_t> received_peak = ctx.receivedPeakBytes(*p);  // read before the first edit of p
-      peak_before_[p->position] = received_peak ? *received_peak : peakBytes(*p, {true, &facts});
+      const std::optional<int64_t> received_peak = ctx.receivedPeakBytes(p);  // read before the first edit of p
+      peak_before_[i] = received_peak ? *received_peak : peakBytes(p, {true, &facts});
       w.regions = std::move(regions);
-    }
+    });
+    std::vector<ProgramSchedule> work;
+    for (auto& w : found)
+      if (w) work.push_back(std::move(*w));
     editInParallel(job, work.size(), [&](size_t i) {
       ProgramSchedule& w = work[i];
       Block& entry = *w.program->blocks.front();
