@@ -23,8 +23,8 @@ class HelperPool {
   // Runs work() on the calling thread and on `helpers` kept threads at once, and returns when
   // every one has returned; false, running nothing, when the pool is busy. work() must not throw.
   bool run(size_t helpers, absl::FunctionRef<void()> work) {
-    std::unique_lock<std::mutex> call(call_, std::try_to_lock);
-    if (!call.owns_lock()) return false;
+    bool idle = false;  // (an atomic, not a mutex: the caller's own work may call again)
+    if (!busy_.compare_exchange_strong(idle, true)) return false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (; started_ < helpers; ++started_) std::thread([this, id = started_] { serve(id); }).detach();
@@ -38,6 +38,7 @@ class HelperPool {
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [&] { return pending_ == 0; });
     work_ = nullptr;
+    busy_.store(false);
     return true;
   }
 
@@ -57,7 +58,7 @@ class HelperPool {
     }
   }
 
-  std::mutex call_;  // held for a whole call
+  std::atomic<bool> busy_{false};  // a call is running
   std::mutex mu_;
   std::condition_variable wake_, done_;
   const absl::FunctionRef<void()>* work_ = nullptr;

@@ -44,3 +44,25 @@ TEST_CASE("parallelFor runs on several threads and rethrows the lowest failing i
   CHECK(finished == 16);  // the others ran to the end
   if (std::thread::hardware_concurrency() > 1) CHECK(threads.size() > 1);
 }
+
+TEST_CASE("parallelFor keeps its helper threads across calls, and a call from inside a call runs too", "[support][parallel]") {
+  setThreadLimit(2);
+  // A thread's first body marks its thread-local flag: the count of threads never seen before,
+  // which a thread started per call would raise by one per call (a new thread, fresh TLS, even
+  // where the system reuses its id).
+  static std::atomic<int> fresh_threads{0};
+  auto body = [](size_t) {
+    thread_local bool seen = false;
+    if (!seen) seen = true, ++fresh_threads;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  parallelFor(8, body);  // the caller and the kept helper, each seen at most once from here on
+  const int after_first = fresh_threads;
+  for (int call = 0; call < 10; ++call) parallelFor(8, body);
+  CHECK(fresh_threads - after_first <= 1);  // the helper, if it took no index in the first call
+  // Nested: the pool is busy with the outer call, so the inner ones start threads of their own.
+  std::vector<std::atomic<int>> calls(4 * 5);
+  parallelFor(4, [&](size_t i) { parallelFor(5, [&](size_t j) { ++calls[i * 5 + j]; }); });
+  for (auto& c : calls) CHECK(c == 1);
+  setThreadLimit(0);
+}
