@@ -44,6 +44,9 @@ class ProgramChecker {
   // a journaled pass changed); returns whether the program has a send or receive.
   bool noteIssues(const std::set<int64_t>& rings);
   bool full() const { return problems.size() >= opts_.max_problems; }
+  // Its vars' dist_attr parses, for the mesh agreement's reads of the same vars (not while the
+  // checker runs on another thread).
+  ShardingCache& shardings() { return shardings_; }
 
   std::vector<Diagnostic> problems;  // in the order found, at most max_problems
   std::map<int64_t, std::vector<IssuedCollective>> issued;  // ring -> issue order

@@ -36,7 +36,7 @@ class Verifier {
     checkRanks();
     parallelFor(checkers_.size(), [&](size_t i) { checkers_[i].checkProgram(true); });  // each reads its program only
     for (size_t i = 0; i < checkers_.size(); ++i)  // in job order, as MeshAgreement wants them
-      for (const ProgramChecker::ShardedVar& s : checkers_[i].sharded) mesh_.add(*job_.programs[i], s.block, s.index, *s.var, shardings_);
+      for (const ProgramChecker::ShardedVar& s : checkers_[i].sharded) mesh_.add(*job_.programs[i], s.block, s.index, *s.var, checkers_[i].shardings());
     mergeCheckers();
     for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
@@ -48,7 +48,6 @@ class Verifier {
   const Job& job_;
   const VerifyOptions& opts_;
   std::vector<Diagnostic> problems_;
-  ShardingCache shardings_;
   MeshAgreement mesh_;
   std::vector<ProgramChecker> checkers_;  // [program position], made by checkRanks
 
@@ -134,12 +133,12 @@ class Verifier {
       if (!v->hasDistAttr()) continue;
       const size_t bi = v->block->position;
       if (!names_seen.emplace(bi, v->name).second) {
-        if (mesh_seen.insert(v).second) mesh_.add(*v->block->program, bi, SIZE_MAX, *v, shardings_);
+        if (mesh_seen.insert(v).second) mesh_.add(*v->block->program, bi, SIZE_MAX, *v, checkers_[v->block->program->position].shardings());
         continue;
       }
       for (const auto& q : job_.programs) {
         const Var* w = q.get() == v->block->program ? v : bi < q->blocks.size() ? q->blocks[bi]->findLocal(v->name) : nullptr;
-        if (w && !w->removed && w->hasDistAttr() && mesh_seen.insert(w).second) mesh_.add(*q, bi, SIZE_MAX, *w, shardings_);
+        if (w && !w->removed && w->hasDistAttr() && mesh_seen.insert(w).second) mesh_.add(*q, bi, SIZE_MAX, *w, checkers_[q->position].shardings());
       }
     }
     for (const Op* op : j.execution) touch(op, execution);
