@@ -136,6 +136,21 @@ class CollectiveRewriteDriver : public CandidateTable {
   }
   Match& match(size_t i) { return *matches_[i]; }
   const Match& match(size_t i) const { return *matches_[i]; }
+  // Calls rewrite(match(i)) for every candidate decided to change, in table order within each
+  // program, each program's on a thread of its own (editInParallel: a rewrite edits only its
+  // candidate's program); returns how many.
+  template <class Rewrite>
+  size_t rewriteChanged(Job& job, Rewrite&& rewrite) {
+    std::vector<std::vector<size_t>> by_program(job.programs.size());
+    size_t changed = 0;
+    for (size_t i = 0; i < size(); ++i)
+      if (state(i).change) by_program[state(i).op->block->program->position].push_back(i), ++changed;
+    if (changed)
+      editInParallel(job, by_program.size(), [&](size_t p) {
+        for (size_t i : by_program[p]) rewrite(match(i));
+      });
+    return changed;
+  }
 
  private:
   std::vector<std::optional<Match>> matches_;

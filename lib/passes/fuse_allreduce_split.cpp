@@ -98,17 +98,7 @@ class FuseAllreduceSplit final : public Pass {
     };
     table.decide(RingOrder(job), decide);
     table.report(ctx);
-    std::vector<std::vector<size_t>> fused(job.programs.size());  // [program position]: candidates to rewrite
-    bool changed = false;
-    for (size_t i = 0; i < table.size(); ++i)
-      if (table.state(i).change) {
-        fused[table.state(i).op->block->program->position].push_back(i);
-        changed = true;
-      }
-    editInParallel(job, fused.size(), [&](size_t p) {  // each program's rewrites edit only it
-      for (size_t i : fused[p]) rewrite(table.match(i));
-    });
-    return changed;
+    return table.rewriteChanged(job, [this](const AllReduceSplitMatch& m) { rewrite(m); }) > 0;
   }
 
  private:

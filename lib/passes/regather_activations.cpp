@@ -107,12 +107,7 @@ class RegatherActivations final : public Pass {
     stats.released_early = released;
     stats.shard_kept_alive = kept;
     for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
-    std::vector<std::vector<size_t>> regathered(job.programs.size());  // [program position]: candidates to rewrite
-    for (size_t i = 0; i < table.size(); ++i)
-      if (table.state(i).change) regathered[table.state(i).op->block->program->position].push_back(i);
-    editInParallel(job, regathered.size(), [&](size_t p) {  // each program's rewrites edit only it
-      for (size_t i : regathered[p]) rewriteRegather(table.match(i));
-    });
+    table.rewriteChanged(job, rewriteRegather);
     std::vector<int64_t> peaks(job.programs.size());
     parallelFor(job.programs.size(), [&](size_t i) { peaks[i] = peakBytes(*job.programs[i]); });  // each reads its program only
     for (auto& p : job.programs) {
