@@ -63,6 +63,13 @@ j = job(); j["programs"][0]["blocks"][0]["vars"].append(dict(j["programs"][0]["b
 j = job(); j["programs"][0]["blocks"][0]["parent_idx"] = 3; write("missing_parent_block", j)
 j = job(); j["programs"][0]["blocks"][0]["ops"][0]["attrs"] = "none"; write("attrs_not_object", j, schema=True)
 j = job(); del j["programs"][0]["blocks"][0]["ops"][0]["type"]; write("op_without_type", j, schema=True)
+# Reserved keys of the wrong kind (verify/reserved_keys.h): each reader would take them as absent.
+j = job(); j["programs"][0]["blocks"][0]["ops"][0]["attrs"]["op_role"] = "forward"; write("op_role_not_integer", j, schema=True)
+j = job(); j["programs"][0]["blocks"][0]["ops"][1]["dist_attr"] = {"execution_stream": "comm_0", "events_to_wait": "ev_0"}
+write("events_to_wait_not_array", j, schema=True)
+j = job(); j["programs"][0]["blocks"][0]["vars"][0]["dist_attr"]["dims_mapping"] = ["x", -1]; write("dims_mapping_not_integers", j, schema=True)
+j = job(); j["programs"][0]["blocks"][0]["vars"][0]["dist_attr"]["process_mesh"]["process_ids"] = [0, -1]
+write("mesh_negative_process_id", j, schema=True)
 # 5000 nested arrays inside a key no one knows: must be refused without exhausting the stack.
 write("deep_nesting", text=good_text.replace('"exporter": {', '"exporter": {"deep": ' + "[" * 5000 + "]" * 5000 + ", ", 1))
 

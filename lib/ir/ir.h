@@ -207,8 +207,9 @@ struct Program {
 // or a var's shape is not recorded.
 struct EditJournal {
   std::vector<Op*> ops;    // inserted, or args or attributes edited (repeats allowed)
-  // Only their execution attributes set (stream, events, priorities: op_role.h): their own rules
-  // are checked again, but no ring's issue order or pairing can differ for them.
+  // Only their execution attributes set (stream, events, priorities: op_role.h): the verifier
+  // checks those attributes' kinds again; no other rule of theirs, and no ring's issue order or
+  // pairing, can differ for them.
   std::vector<Op*> execution;
   std::vector<Op*> moved;  // moved within their block: their rings' issue orders may differ
   absl::flat_hash_set<const Op*> erased;  // erased since; an address a later insert reuses leaves it

@@ -65,7 +65,20 @@ void ProgramChecker::checkBlock(const Block& b, size_t block_index) {
 
 void ProgramChecker::checkVar(const Var& v) {
   checkVarSize(v);
+  if (v.hasDistAttr() && !checkReserved(v.dist_attr, KeyOwner::VarDistAttr, &v, nullptr)) return;
   checkSharding(v);
+}
+
+// Whether `obj`, the dist_attr of `var` or of `op`, holds each reserved key's kind of value
+// (reserved_keys.h); reports the first that does not.
+bool ProgramChecker::checkReserved(const JsonObject& obj, KeyOwner owner, const Var* var, const Op* op) {
+  const std::optional<KindProblem>& p = reserved_.check(obj, owner);
+  if (p) report((var ? varPointer(*var) : opPointer(*op)) + "/dist_attr" + p->pointer, p->message);
+  return !p;
+}
+
+void ProgramChecker::checkExecution(const Op& op) {
+  if (op.hasDistAttr()) checkReserved(op.dist_attr, KeyOwner::OpDistAttr, nullptr, &op);
 }
 
 // Every byte size replay, the analyses and the memory budget compute must fit int64
@@ -95,6 +108,9 @@ void ProgramChecker::checkSharding(const Var& v) {
 
 void ProgramChecker::checkOp(const Op& op, bool note_issue) {
   const Block& b = *op.block;
+  // Op attrs rarely share a text (each op's own values): checked directly, not through the cache.
+  if (auto p = checkReservedKeys(op.attrs, KeyOwner::OpAttrs)) report(opPointer(op) + "/attrs" + p->pointer, p->message);
+  checkExecution(op);
   bool resolved = true;
   for (int dir = 0; dir < 2; ++dir) {
     const auto& slots = dir == 0 ? op.inputs : op.outputs;

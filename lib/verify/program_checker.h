@@ -12,6 +12,7 @@
 #include "analysis/collectives.h"
 #include "ir/ir.h"
 #include "support/error.h"
+#include "verify/reserved_keys.h"
 #include "verify/sharding.h"
 #include "verify/verifier.h"
 
@@ -40,6 +41,9 @@ class ProgramChecker {
   void checkVar(const Var& v);
   // An op's own rules; `note_issue`: note its issue when it is a communicating collective.
   void checkOp(const Op& op, bool note_issue);
+  // The one rule an op's execution attributes bear on (the kinds of its dist_attr's keys): all
+  // that can have changed for an op whose execution attributes alone a pass set.
+  void checkExecution(const Op& op);
   // Notes the issue of every communicating collective of the program on one of `rings` (the rings
   // a journaled pass changed); returns whether the program has a send or receive.
   bool noteIssues(const std::set<int64_t>& rings);
@@ -61,11 +65,13 @@ class ProgramChecker {
   const Program& program_;
   const VerifyOptions& opts_;
   ShardingCache shardings_;
+  ReservedKeysCache reserved_;
 
   void report(std::string pointer, std::string message);
   void checkBlock(const Block& b, size_t block_index);
   void checkVarSize(const Var& v);
   void checkSharding(const Var& v);
+  bool checkReserved(const JsonObject& obj, KeyOwner owner, const Var* var, const Op* op);
   void checkCollective(const Op& op, const Collective& c);
   void checkShapes(const Op& op);
 };

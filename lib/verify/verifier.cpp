@@ -161,9 +161,9 @@ class Verifier {
         checkers_[i].checkOp(*op, false);
         bearing[i].note(*op);
       }
-      for (const Op* op : execution[i]) {
+      for (const Op* op : execution[i]) {  // only their execution attributes changed
         if (checkers_[i].full()) return;
-        checkers_[i].checkOp(*op, false);
+        checkers_[i].checkExecution(*op);
       }
     });
     const size_t slices = std::min(j.moved.size(), threadLimit());
