@@ -40,7 +40,8 @@ void ProgramChecker::checkProgram(bool blocks) {
   std::set<int64_t> idxs;
   for (size_t bi = 0; bi < program_.blocks.size(); ++bi) {
     const Block& b = *program_.blocks[bi];
-    if (!idxs.insert(b.idx).second)
+    if (b.idx < 0) report(blockPointer(program_.position, b.position) + "/idx", "block idx " + std::to_string(b.idx) + " is negative");
+    else if (!idxs.insert(b.idx).second)
       report(blockPointer(program_.position, b.position) + "/idx", "block idx " + std::to_string(b.idx) + " is used twice");
     if (blocks) checkBlock(b, bi);
   }
