@@ -37,7 +37,8 @@ std::optional<KindProblem> checkMesh(std::string_view raw) {
 }
 
 // Why `raw` is not of `kind` (the message and the pointer below the key), or nullopt.
-std::optional<KindProblem> checkValue(std::string_view key, KeyKind kind, std::string_view raw) {
+std::optional<KindProblem> checkValue(std::string_view key, KeyKind kind, std::string_view raw,
+                                      absl::flat_hash_map<std::string_view, std::optional<KindProblem>>* meshes) {
   switch (kind) {
     case KeyKind::Integer:
       if (!rawToInt(raw)) return KindProblem{"", expected("an integer", key)};
@@ -51,8 +52,12 @@ std::optional<KindProblem> checkValue(std::string_view key, KeyKind kind, std::s
     case KeyKind::DimsMapping:
       if (!integersAtLeast(raw, -1)) return KindProblem{"", expected("an array of integers of at least -1", key)};
       return std::nullopt;
-    case KeyKind::Mesh:
-      return checkMesh(raw);
+    case KeyKind::Mesh: {
+      if (!meshes) return checkMesh(raw);
+      auto [it, inserted] = meshes->try_emplace(raw);
+      if (inserted) it->second = checkMesh(raw);
+      return it->second;
+    }
   }
   return std::nullopt;
 }
@@ -71,12 +76,14 @@ std::span<const ReservedKey> reservedKeys(KeyOwner owner) {
   return {};
 }
 
-std::optional<KindProblem> checkReservedKeys(const JsonObject& obj, KeyOwner owner) {
+namespace {
+std::optional<KindProblem> checkMembers(const JsonObject& obj, KeyOwner owner,
+                                        absl::flat_hash_map<std::string_view, std::optional<KindProblem>>* meshes) {
   const std::span<const ReservedKey> keys = reservedKeys(owner);
   for (const Member& m : obj.items())
     for (const ReservedKey& k : keys)
       if (m.key == k.key) {
-        if (auto p = checkValue(k.key, k.kind, m.raw)) {
+        if (auto p = checkValue(k.key, k.kind, m.raw, meshes)) {
           p->pointer = "/" + std::string(k.key) + p->pointer;
           return p;
         }
@@ -84,12 +91,15 @@ std::optional<KindProblem> checkReservedKeys(const JsonObject& obj, KeyOwner own
       }
   return std::nullopt;
 }
+}  // namespace
+
+std::optional<KindProblem> checkReservedKeys(const JsonObject& obj, KeyOwner owner) { return checkMembers(obj, owner, nullptr); }
 
 const std::optional<KindProblem>& ReservedKeysCache::check(const JsonObject& obj, KeyOwner owner) {
   const std::string_view text = obj.compactText();
-  if (text.empty()) return edited_ = checkReservedKeys(obj, owner);
+  if (text.empty()) return edited_ = checkMembers(obj, owner, &meshes_);
   auto [it, inserted] = by_text_.try_emplace({text.data(), owner});
-  if (inserted) it->second = checkReservedKeys(obj, owner);
+  if (inserted) it->second = checkMembers(obj, owner, &meshes_);
   return it->second;
 }
 

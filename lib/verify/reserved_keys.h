@@ -43,13 +43,15 @@ std::optional<KindProblem> checkReservedKeys(const JsonObject& obj, KeyOwner own
 
 // checkReservedKeys, once per distinct loaded text: a job's ops and vars share a few dist_attr
 // texts (interned by the loaders), so most checks are one lookup. Edited objects (no loaded text)
-// are checked each time.
+// are checked each time, but each distinct process_mesh text once (the ops a pass builds copy
+// their mesh from one another).
 class ReservedKeysCache {
  public:
   const std::optional<KindProblem>& check(const JsonObject& obj, KeyOwner owner);
 
  private:
   absl::flat_hash_map<std::pair<const char*, KeyOwner>, std::optional<KindProblem>> by_text_;
+  absl::flat_hash_map<std::string_view, std::optional<KindProblem>> meshes_;  // by the mesh's text
   std::optional<KindProblem> edited_;
 };
 
