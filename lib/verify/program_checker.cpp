@@ -181,11 +181,12 @@ void ProgramChecker::checkCollective(const Op& op, const Collective& c) {
       report(opPointer(op) + "/attrs/" + root_key, root_key + " " + std::to_string(r) + " is not a position in ring " + std::to_string(*ring) +
                                                        " (size " + std::to_string(g->ranks.size()) + ")");
   }
+  auto nranks = op.attrs.getInt("nranks");
+  if (op.attrs.find("nranks") && !nranks) report(opPointer(op) + "/attrs/nranks", "nranks must be an integer");
   if (c.kind == CollectiveKind::ReduceScatter || c.kind == CollectiveKind::AllGather) {
-    auto n = op.attrs.getInt("nranks");
-    if (n && *n != int64_t(g->ranks.size()))
+    if (nranks && *nranks != int64_t(g->ranks.size()))
       report(opPointer(op) + "/attrs/nranks",
-             "nranks " + std::to_string(*n) + " differs from ring " + std::to_string(*ring) + "'s size " + std::to_string(g->ranks.size()));
+             "nranks " + std::to_string(*nranks) + " differs from ring " + std::to_string(*ring) + "'s size " + std::to_string(g->ranks.size()));
   }
   const Var* x = op.in(c.in_slot);
   const Var* y = op.out(c.out_slot);
