@@ -89,27 +89,31 @@ TEST_CASE("the reserved keys are the schema's, with the schema's kinds", "[verif
 TEST_CASE("a reserved key of the wrong kind is refused, with its pointer", "[verify]") {
   CHECK(firstProblem("", "").empty());
   const std::string op = "/programs/0/blocks/0/ops/0", var = "/programs/0/blocks/0/vars/0";
-  CHECK(firstProblem("\"op_role\":0", "\"op_role\":\"0\"") == op + "/attrs/op_role: expected an integer for \"op_role\"");
-  CHECK(firstProblem("\"op_namescope\":\"/a\"", "\"op_namescope\":1") == op + "/attrs/op_namescope: expected a string for \"op_namescope\"");
-  CHECK(firstProblem("\"events_to_wait\":[]", "\"events_to_wait\":[\"e\",1]") ==
-        op + "/dist_attr/events_to_wait: expected an array of strings for \"events_to_wait\"");
-  CHECK(firstProblem("\"execution_stream\":\"default\"", "\"execution_stream\":0") ==
-        op + "/dist_attr/execution_stream: expected a string for \"execution_stream\"");
-  CHECK(firstProblem("\"stream_priority\":0", "\"stream_priority\":0.5") ==
-        op + "/dist_attr/stream_priority: expected an integer for \"stream_priority\"");
-  CHECK(firstProblem("\"dims_mapping\":[-1,-1]", "\"dims_mapping\":[\"a\",-1]") ==
-        var + "/dist_attr/dims_mapping: expected an array of integers of at least -1 for \"dims_mapping\"");
-  CHECK(firstProblem("\"dims_mapping\":[-1,-1]", "\"dims_mapping\":[-2,-1]") ==
-        var + "/dist_attr/dims_mapping: expected an array of integers of at least -1 for \"dims_mapping\"");
-  CHECK(firstProblem("\"chunk_id\":0", "\"chunk_id\":null") == var + "/dist_attr/chunk_id: expected an integer for \"chunk_id\"");
-  CHECK(firstProblem("\"shape\":[1]", "\"shape\":[0]") ==
-        var + "/dist_attr/process_mesh/shape: expected an array of integers of at least 1 for \"shape\"");
-  CHECK(firstProblem("\"process_ids\":[0]", "\"process_ids\":[-1]") ==
-        var + "/dist_attr/process_mesh/process_ids: expected an array of integers of at least 0 for \"process_ids\"");
-  CHECK(firstProblem("\"dim_names\":[\"mp\"]", "\"dim_names\":\"mp\"") ==
-        var + "/dist_attr/process_mesh/dim_names: expected an array of strings for \"dim_names\"");
-  CHECK(firstProblem("{\"shape\":[1],\"process_ids\":[0],\"dim_names\":[\"mp\"]}", "[0]") ==
-        var + "/dist_attr/process_mesh: expected an object for \"process_mesh\"");
+  struct Case {
+    std::string from, to, problem;
+  };
+  const Case cases[] = {
+      {R"("op_role":0)", R"("op_role":"0")", op + R"(/attrs/op_role: expected an integer for "op_role")"},
+      {R"("op_namescope":"/a")", R"("op_namescope":1)", op + R"(/attrs/op_namescope: expected a string for "op_namescope")"},
+      {R"("events_to_wait":[])", R"("events_to_wait":["e",1])",
+       op + R"(/dist_attr/events_to_wait: expected an array of strings for "events_to_wait")"},
+      {R"("execution_stream":"default")", R"("execution_stream":0)", op + R"(/dist_attr/execution_stream: expected a string for "execution_stream")"},
+      {R"("stream_priority":0)", R"("stream_priority":0.5)", op + R"(/dist_attr/stream_priority: expected an integer for "stream_priority")"},
+      {R"("dims_mapping":[-1,-1])", R"("dims_mapping":["a",-1])",
+       var + R"(/dist_attr/dims_mapping: expected an array of integers of at least -1 for "dims_mapping")"},
+      {R"("dims_mapping":[-1,-1])", R"("dims_mapping":[-2,-1])",
+       var + R"(/dist_attr/dims_mapping: expected an array of integers of at least -1 for "dims_mapping")"},
+      {R"("chunk_id":0)", R"("chunk_id":null)", var + R"(/dist_attr/chunk_id: expected an integer for "chunk_id")"},
+      {R"("shape":[1])", R"("shape":[0])", var + R"(/dist_attr/process_mesh/shape: expected an array of integers of at least 1 for "shape")"},
+      {R"("process_ids":[0])", R"("process_ids":[-1])",
+       var + R"(/dist_attr/process_mesh/process_ids: expected an array of integers of at least 0 for "process_ids")"},
+      {R"("dim_names":["mp"])", R"("dim_names":"mp")", var + R"(/dist_attr/process_mesh/dim_names: expected an array of strings for "dim_names")"},
+      {R"({"shape":[1],"process_ids":[0],"dim_names":["mp"]})", "[0]", var + R"(/dist_attr/process_mesh: expected an object for "process_mesh")"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.to);
+    CHECK(firstProblem(c.from, c.to) == c.problem);
+  }
 }
 
 TEST_CASE("the check after a pass refuses a malformed execution attribute the pass wrote", "[verify][passes]") {
