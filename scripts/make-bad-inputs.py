@@ -64,7 +64,7 @@ j = job(); j["programs"][0]["blocks"][0]["parent_idx"] = 3; write("missing_paren
 j = job(); j["programs"][0]["blocks"][0]["ops"][0]["attrs"] = "none"; write("attrs_not_object", j, schema=True)
 j = job(); del j["programs"][0]["blocks"][0]["ops"][0]["type"]; write("op_without_type", j, schema=True)
 j = job(); j["programs"][0]["blocks"][0]["idx"] = -1; write("negative_block_idx", j, schema=True)
-j = job(); j["programs"][1]["blocks"][0]["ops"][1]["attrs"]["nranks"] = "2"; write("nranks_not_integer", j)
+j = job(); j["programs"][1]["blocks"][0]["ops"][1]["attrs"]["nranks"] = "2"; write("nranks_not_integer", j, schema=True)
 # Reserved keys of the wrong kind (verify/reserved_keys.h): each reader would take them as absent.
 j = job(); j["programs"][0]["blocks"][0]["ops"][0]["attrs"]["op_role"] = "forward"; write("op_role_not_integer", j, schema=True)
 j = job(); j["programs"][0]["blocks"][0]["ops"][1]["dist_attr"] = {"execution_stream": "comm_0", "events_to_wait": "ev_0"}
