@@ -26,6 +26,7 @@
 #include "ir/ir.h"
 #include "passes/pass.h"
 #include "passes/refusal.h"
+#include "support/parallel.h"
 
 namespace spopt {
 
@@ -136,6 +137,27 @@ class CollectiveRewriteDriver : public CandidateTable {
   }
   Match& match(size_t i) { return *matches_[i]; }
   const Match& match(size_t i) const { return *matches_[i]; }
+  // What a pass's matcher found of one collective: an add()'s arguments.
+  struct Matched {
+    Op* op;
+    Collective coll;
+    bool counted;
+    std::optional<Match> match;
+    Refusal refusal;
+  };
+  // Runs match_program(program, found) for every program, each on a thread of its own (a matcher
+  // reads only its own program), then adds what each appended to `found`, in program order: the
+  // table a serial walk of the job would have built.
+  template <class MatchProgram>
+  void addPerProgram(Job& job, MatchProgram&& match_program) {
+    std::vector<std::vector<Matched>> found(job.programs.size());
+    parallelFor(job.programs.size(), [&](size_t i) { match_program(*job.programs[i], found[i]); });
+    size_t n = 0;
+    for (const auto& in_program : found) n += in_program.size();
+    reserve(n);
+    for (auto& in_program : found)
+      for (Matched& m : in_program) add(*m.op, m.coll, m.counted, std::move(m.match), std::move(m.refusal));
+  }
   // Calls rewrite(match(i)) for every candidate decided to change, in table order within each
   // program, each program's on a thread of its own (editInParallel: a rewrite edits only its
   // candidate's program); returns how many.

@@ -31,7 +31,6 @@
 #include "passes/allreduce_split_match.h"
 #include "passes/builtin_passes.h"
 #include "passes/collective_rewrite_driver.h"
-#include "support/parallel.h"
 
 namespace spopt {
 namespace {
@@ -50,26 +49,19 @@ class FuseAllreduceSplit final : public Pass {
     // Each program's all-reduces are matched on a thread of their own (the matcher reads only the
     // all-reduce's program), then entered in program order. Every all-reduce is entered: one that
     // is no candidate still tells its peers why.
-    struct ProgramMatches {
+    struct ProgramSets {
       std::unordered_set<std::string_view> fetched;
       std::unordered_set<std::string> awaited;  // events_to_wait
-      struct Matched {
-        Op* op;
-        Collective coll;
-        AllReduceSplitResult result;
-      };
-      std::vector<Matched> results;  // in block/op order
     };
-    std::vector<ProgramMatches> per_program(job.programs.size());
+    std::vector<ProgramSets> sets(job.programs.size());
     AllReduceSplitEnv env;
     env.job = &job;
     env.position = [](const Op* op) { return uint32_t(op->block->indexOf(op)); };
-    env.fetched = [&](const Var* v) { return per_program[v->block->program->position].fetched.count(v->name) > 0; };
-    env.awaited = [&](const Program& p, std::string_view e) { return per_program[p.position].awaited.count(std::string(e)) > 0; };
+    env.fetched = [&](const Var* v) { return sets[v->block->program->position].fetched.count(v->name) > 0; };
+    env.awaited = [&](const Program& p, std::string_view e) { return sets[p.position].awaited.count(std::string(e)) > 0; };
     env.reshard_only = opts_.reshard_only;
-    parallelFor(job.programs.size(), [&](size_t i) {
-      const Program& p = *job.programs[i];
-      ProgramMatches& mine = per_program[i];
+    table.addPerProgram(job, [&](Program& p, std::vector<decltype(table)::Matched>& found) {
+      ProgramSets& mine = sets[p.position];
       std::vector<std::pair<Op*, Collective>> allreduces;
       for (auto& b : p.blocks)
         for (Op& op : b->ops) {
@@ -79,13 +71,11 @@ class FuseAllreduceSplit final : public Pass {
           if (coll && coll->kind == CollectiveKind::AllReduce) allreduces.emplace_back(&op, *coll);
         }
       mine.fetched.insert(p.fetch.begin(), p.fetch.end());
-      for (auto& [op, coll] : allreduces) mine.results.push_back({op, coll, matchAllReduceSplit(*op, coll, env)});
+      for (auto& [op, coll] : allreduces) {
+        AllReduceSplitResult r = matchAllReduceSplit(*op, coll, env);
+        found.push_back({op, coll, r.candidate, std::move(r.match), std::move(r.refusal)});
+      }
     });
-    size_t candidates = 0;
-    for (const ProgramMatches& m : per_program) candidates += m.results.size();
-    table.reserve(candidates);
-    for (ProgramMatches& m : per_program)
-      for (auto& [op, coll, r] : m.results) table.add(*op, coll, r.candidate, std::move(r.match), std::move(r.refusal));
     int64_t fused_positions = 0;  // max-fusions counts in group (file) order, then issue order
     DecideOptions decide;
     decide.skip_agreement = opts_.unsafe_skip_agreement;

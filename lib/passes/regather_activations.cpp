@@ -59,25 +59,16 @@ class RegatherActivations final : public Pass {
     Table table(job, {"re-gather", "re-gathered", "re-gather", "a forward all-gather"});
     // Each program's all-gathers are matched on a thread of their own (the matcher reads only the
     // all-gather's program), then entered in program order.
-    struct Matched {
-      Op* op;
-      Collective coll;
-      RegatherResult result;
-    };
-    std::vector<std::vector<Matched>> matched(job.programs.size());
-    parallelFor(job.programs.size(), [&](size_t i) {
-      const Program& p = *job.programs[i];
+    table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       BlockOwners owners(p);
       for (auto& b : p.blocks)
         for (Op& op : b->ops) {
           auto coll = asCollective(op);
           if (!coll || coll->kind != CollectiveKind::AllGather) continue;
           RegatherResult r = matchRegather(op, *coll, owners, ctx.explaining());
-          if (r.candidate) matched[i].push_back({&op, *coll, std::move(r)});
+          if (r.candidate) found.push_back({&op, *coll, true, std::move(r.match), std::move(r.refusal)});
         }
     });
-    for (auto& in_program : matched)
-      for (auto& [op, coll, r] : in_program) table.add(*op, coll, true, std::move(r.match), std::move(r.refusal));
     RingOrder rings(job);
     auto planned = [&](size_t i) { return PlannedCollective{table.match(i).insert_before, signatureOf(*table.state(i).op)}; };
     DecideOptions decide;
