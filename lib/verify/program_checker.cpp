@@ -73,7 +73,7 @@ void ProgramChecker::checkVar(const Var& v) {
 // Whether `obj`, the dist_attr of `var` or of `op`, holds each reserved key's kind of value
 // (reserved_keys.h); reports the first that does not.
 bool ProgramChecker::checkReserved(const JsonObject& obj, KeyOwner owner, const Var* var, const Op* op) {
-  const std::optional<KindProblem>& p = reserved_.check(obj, owner);
+  const std::optional<KindProblem> p = reserved_.check(obj, owner);
   if (p) report((var ? varPointer(*var) : opPointer(*op)) + "/dist_attr" + p->pointer, p->message);
   return !p;
 }

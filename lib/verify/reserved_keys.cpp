@@ -62,21 +62,6 @@ std::optional<KindProblem> checkValue(std::string_view key, KeyKind kind, std::s
   return std::nullopt;
 }
 
-}  // namespace
-
-std::span<const ReservedKey> reservedKeys(KeyOwner owner) {
-  switch (owner) {
-    case KeyOwner::OpAttrs:
-      return kOpAttrs;
-    case KeyOwner::OpDistAttr:
-      return kOpDistAttr;
-    case KeyOwner::VarDistAttr:
-      return kVarDistAttr;
-  }
-  return {};
-}
-
-namespace {
 std::optional<KindProblem> checkMembers(const JsonObject& obj, KeyOwner owner,
                                         absl::flat_hash_map<std::string_view, std::optional<KindProblem>>* meshes) {
   const std::span<const ReservedKey> keys = reservedKeys(owner);
@@ -91,13 +76,26 @@ std::optional<KindProblem> checkMembers(const JsonObject& obj, KeyOwner owner,
       }
   return std::nullopt;
 }
+
 }  // namespace
+
+std::span<const ReservedKey> reservedKeys(KeyOwner owner) {
+  switch (owner) {
+    case KeyOwner::OpAttrs:
+      return kOpAttrs;
+    case KeyOwner::OpDistAttr:
+      return kOpDistAttr;
+    case KeyOwner::VarDistAttr:
+      return kVarDistAttr;
+  }
+  return {};
+}
 
 std::optional<KindProblem> checkReservedKeys(const JsonObject& obj, KeyOwner owner) { return checkMembers(obj, owner, nullptr); }
 
-const std::optional<KindProblem>& ReservedKeysCache::check(const JsonObject& obj, KeyOwner owner) {
+std::optional<KindProblem> ReservedKeysCache::check(const JsonObject& obj, KeyOwner owner) {
   const std::string_view text = obj.compactText();
-  if (text.empty()) return edited_ = checkMembers(obj, owner, &meshes_);
+  if (text.empty()) return checkMembers(obj, owner, &meshes_);
   auto [it, inserted] = by_text_.try_emplace({text.data(), owner});
   if (inserted) it->second = checkMembers(obj, owner, &meshes_);
   return it->second;

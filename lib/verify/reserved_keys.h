@@ -47,12 +47,11 @@ std::optional<KindProblem> checkReservedKeys(const JsonObject& obj, KeyOwner own
 // their mesh from one another).
 class ReservedKeysCache {
  public:
-  const std::optional<KindProblem>& check(const JsonObject& obj, KeyOwner owner);
+  std::optional<KindProblem> check(const JsonObject& obj, KeyOwner owner);
 
  private:
   absl::flat_hash_map<std::pair<const char*, KeyOwner>, std::optional<KindProblem>> by_text_;
   absl::flat_hash_map<std::string_view, std::optional<KindProblem>> meshes_;  // by the mesh's text
-  std::optional<KindProblem> edited_;
 };
 
 }  // namespace spopt
