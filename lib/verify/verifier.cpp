@@ -57,8 +57,6 @@ class Verifier {
   ReportFn reporter() {
     return [this](std::string pointer, std::string message) { report(std::move(pointer), std::move(message)); };
   }
-  // Positions are found by walking the block: only the (at most max_problems) messages pay it.
-  std::string opPtr(const Op& op) { return opPointer(op); }
 
   void checkGroups() {
     std::set<int64_t> rings;
@@ -206,7 +204,7 @@ class Verifier {
       auto c = asCollective(*op);
       const Var* x = op->in(c->in_slot);
       std::string s = std::string(op->type) + " " + (x ? typeText(*x) : std::string("?"));
-      return s + " (" + opPtr(*op) + ")";
+      return s + " (" + opPointer(*op) + ")";
     };
     for (auto& [ring, seqs] : rings) {
       // A member rank whose program is present but issues nothing on the ring diverges too.
@@ -235,21 +233,21 @@ class Verifier {
           std::string ra = "rank " + std::to_string(ref.prog->rank), rb = "rank " + std::to_string(other.prog->rank);
           if (!same) {
             reported = true;
-            report(opPtr(*b), head + ra + " issues " + describe(a) + ", " + rb + " issues " + describe(b));
+            report(opPointer(*b), head + ra + " issues " + describe(a) + ", " + rb + " issues " + describe(b));
           } else if (ca->reduce != cb->reduce) {  // same type and shape: say which attribute differs
             reported = true;
-            report(opPtr(*b), head + "reduce_type: " + ra + " has " + reduceName(ca->reduce) + ", " + rb + " has " +
+            report(opPointer(*b), head + "reduce_type: " + ra + " has " + reduceName(ca->reduce) + ", " + rb + " has " +
                                   reduceName(cb->reduce) + " (" + describe(a) + "; " + describe(b) + ")");
           } else if (std::string_view root_key = collectiveRootAttr(ca->kind); !root_key.empty() && ca->root != cb->root) {
             reported = true;
-            report(opPtr(*b), head + std::string(root_key) + ": " + ra + " has " + std::to_string(ca->root) + ", " + rb + " has " +
+            report(opPointer(*b), head + std::string(root_key) + ": " + ra + " has " + std::to_string(ca->root) + ", " + rb + " has " +
                                   std::to_string(cb->root) + " (" + describe(a) + "; " + describe(b) + ")");
           }
         }
         if (!reported && ref.ops.size() != other.ops.size()) {
           const Seq& longer = ref.ops.size() > other.ops.size() ? ref : other;
           const Seq& shorter = ref.ops.size() > other.ops.size() ? other : ref;
-          report(opPtr(*longer.ops[n].op), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
+          report(opPointer(*longer.ops[n].op), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
                                             std::to_string(longer.ops.size()) + " collectives but rank " + std::to_string(shorter.prog->rank) +
                                             " issues " + std::to_string(shorter.ops.size()) + "; first unmatched: " + describe(longer.ops[n].op));
         }
