@@ -85,19 +85,23 @@ class RegatherActivations final : public Pass {
     int64_t regathers = 0, released = 0, kept = 0;
     bool any_change = false;
     for (size_t i = 0; i < table.size() && !any_change; ++i) any_change = table.state(i).change;
-    if (any_change) measureEveryProgram(job);  // the shards' deaths (noteShardKept) and the peaks before
+    // The shards' deaths (noteShardKept's caveats) and the peaks before are read only by --explain
+    // and the statistics: a plain rewrite skips that walk of every program.
+    const bool reporting = ctx.explaining() || ctx.collectingStatistics();
+    if (any_change && reporting) measureEveryProgram(job);
     for (size_t i = 0; i < table.size(); ++i) {
       if (!table.state(i).change) continue;
       ++regathers;
       released += varBytes(*table.match(i).gathered);
-      kept += noteShardKept(table.state(i), table.match(i));
+      if (reporting) kept += noteShardKept(table.state(i), table.match(i));
     }
     table.report(ctx);
     if (regathers == 0) return false;
     stats.regathers = regathers;
     stats.released_early = released;
     stats.shard_kept_alive = kept;
-    for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
+    if (reporting)
+      for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
     table.rewriteChanged(job, rewriteRegather);
     std::vector<int64_t> peaks(job.programs.size());
     parallelFor(job.programs.size(), [&](size_t i) { peaks[i] = peakBytes(*job.programs[i]); });  // each reads its program only
