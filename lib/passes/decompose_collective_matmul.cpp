@@ -24,6 +24,7 @@
 // divide into chunks= pieces is refused ("chunks-indivisible"), never cut otherwise.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
@@ -69,8 +70,14 @@ class DecomposeCollectiveMatmul final : public Pass {
     Table table(job, {"decompose", "decomposed", "decomposition", "an all-gather or reduce-scatter next to a matmul"});
     collect(job, table, ctx.explaining(), opts_.phases == "all");
     RingOrder rings(job);
-    std::vector<MemoryProfile> memory;
-    for (auto& p : job.programs) memory.push_back(profileMemory(*p, 0));
+    // Each program's live bytes, profiled at the first site of it the cost model keeps (most jobs'
+    // sites are refused before: no profile), and for the statistics.
+    std::vector<std::optional<MemoryProfile>> memory(job.programs.size());
+    auto memoryOf = [&](const Program& p) -> const MemoryProfile& {
+      std::optional<MemoryProfile>& m = memory[p.position];
+      if (!m) m = profileMemory(p, 0);
+      return *m;
+    };
     auto planned = [&](size_t i) {
       const CollectiveMatmulMatch& m = table.match(i);
       const Op* before = m.form == CollectiveMatmulForm::AllGather ? m.collective : m.matmuls.front().op;
@@ -96,7 +103,8 @@ class DecomposeCollectiveMatmul final : public Pass {
         if (opts_.mode == "auto")
           if (Refusal r = collectiveMatmulCostRefusal(e, ctx.explaining()); !r.empty()) return r;
         worst_saving = std::min(worst_saving, e.whole_s - e.decomposed_s);
-        if (Refusal r = memoryRefusal(table.state(i), table.match(i), memory, shapes[i].chunks); !r.empty()) return r;
+        const CandidateState& c = table.state(i);
+        if (Refusal r = memoryRefusal(c, table.match(i), memoryOf(*c.op->block->program), shapes[i].chunks); !r.empty()) return r;
       }
       saved_ns += int64_t(worst_saving * 1e9);
       return {};
@@ -111,14 +119,17 @@ class DecomposeCollectiveMatmul final : public Pass {
     for (size_t i = 0; i < table.size(); ++i)
       if (table.state(i).change) ++(table.match(i).form == CollectiveMatmulForm::AllGather ? gathers : scatters);
     if (gathers + scatters == 0) return false;
-    for (const MemoryProfile& m : memory) stats.peak_before.raiseTo(m.peak_bytes);
+    const bool statistics = ctx.collectingStatistics();
+    if (statistics)
+      for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_bytes);
     for (size_t i = 0; i < table.size(); ++i) {
       if (!table.state(i).change) continue;
       const CollectiveMatmulMatch& m = table.match(i);
       const Program& p = *m.collective->block->program;
       rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), shapes[i]);
     }
-    for (auto& p : job.programs) stats.peak_after.raiseTo(peakBytes(*p));
+    if (statistics)
+      for (auto& p : job.programs) stats.peak_after.raiseTo(peakBytes(*p));
     stats.gathers = gathers;
     stats.scatters = scatters;
     stats.saved_ns = saved_ns;
@@ -180,10 +191,8 @@ class DecomposeCollectiveMatmul final : public Pass {
   }
 
   // The chunks live beside what is live at the site: the member's peak may rise by memory-cap.
-  Refusal memoryRefusal(const CandidateState& c, const CollectiveMatmulMatch& m, const std::vector<MemoryProfile>& memory,
-                        int64_t chunks) const {
+  Refusal memoryRefusal(const CandidateState& c, const CollectiveMatmulMatch& m, const MemoryProfile& prof, int64_t chunks) const {
     const Program& p = *c.op->block->program;
-    const MemoryProfile& prof = memory[p.position];
     if (c.op->block != p.blocks.front().get() || prof.live_at.empty()) return {};
     // All-gather form: the chunks and the row blocks beside the output, G itself no longer made
     // unless another op reads it; reduce-scatter form: X's row blocks and the sums landing elsewhere.
@@ -241,6 +250,7 @@ PassInfo decomposeCollectiveMatmulPass() {
                     "per decomposed ring position, the slowest member's modelled gain, summed"),
   };
   for (StatisticSpec& peak : peakBytesStatistics(&S::peak_before, &S::peak_after)) info.statistics.push_back(std::move(peak));
+  info.journaled = true;  // edits only through OpBuilder, eraseOp and removeVar (collective_matmul_rewrite.cpp, row_blocks.cpp)
   info.create = [specs = info.options](const OptionValues& v) { return std::make_unique<DecomposeCollectiveMatmul>(v.bind<O>(specs)); };
   return info;
 }

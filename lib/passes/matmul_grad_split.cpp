@@ -112,6 +112,7 @@ PassInfo splitMatmulGradPass() {
   PassInfo info;
   info.name = "split-matmul-grad";
   info.description = "Split each matmul_v2_grad into a dX and a dW matmul_v2 (overlap-collectives does this where it schedules)";
+  info.journaled = true;  // edits only through OpBuilder and eraseOp
   info.create = [](const OptionValues&) { return std::make_unique<SplitMatmulGrad>(); };
   return info;
 }

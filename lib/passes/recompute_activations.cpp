@@ -166,6 +166,7 @@ PassInfo recomputeActivationsPass() {
       bindStatistic(&S::flops_added, "flops-added", StatUnit::Count, "the cost model's FLOPs of the copies, all ranks"),
   };
   for (StatisticSpec& peak : peakBytesStatistics(&S::peak_before, &S::peak_after)) info.statistics.push_back(std::move(peak));
+  info.journaled = true;  // edits only through OpBuilder and setInputArg (recompute_rewrite.cpp)
   info.create = [specs = info.options](const OptionValues& v) { return std::make_unique<RecomputeActivations>(v.bind<O>(specs)); };
   return info;
 }
