@@ -28,29 +28,32 @@ RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bo
   seen_.assign(g.n, 0);
 }
 
-bool RingQueues::mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
-                          const std::vector<double>& finish) {
-  if (!reorder_) return true;  // the graph chains each ring: a ready collective is its ring's head
+RingQueues::Turn RingQueues::turn(uint32_t c, const std::vector<uint8_t>& ready) {
+  if (!reorder_) return Turn::Head;  // the graph chains each ring: a ready collective is its ring's head
   Ring& r = rings_[g_.ring_index[c]];
   while (r.head < r.ops.size() && issued_[r.ops[r.head]]) ++r.head;
   const uint32_t head = r.ops[r.head];
-  if (head == c) return true;
-  if (r.passed || ready[head]) return false;
+  if (head == c) return Turn::Head;
+  if (r.passed || ready[head]) return Turn::No;
   // The earliest ready collective after the head goes first, if any does.
-  if (auto first = r.waiting.upper_bound(uint32_t(r.head)); first != r.waiting.end() && *first < position_[c]) return false;
+  while (!r.waiting.empty() && issued_[r.ops[r.waiting.top()]]) r.waiting.pop();
+  return !r.waiting.empty() && r.waiting.top() < position_[c] ? Turn::No : Turn::MayPass;
+}
+
+bool RingQueues::mayPass(uint32_t c, double now, double start, const std::vector<uint8_t>& done, const std::vector<double>& finish) {
+  const Ring& r = rings_[g_.ring_index[c]];
   const double end = start + cost_[c];
-  return headReadyBound(head, now, end, done, finish) >= end;
+  return headReadyBound(r.ops[r.head], now, end, done, finish) >= end;
 }
 
 void RingQueues::released(uint32_t c) {
-  if (reorder_) rings_[g_.ring_index[c]].waiting.insert(position_[c]);
+  if (reorder_) rings_[g_.ring_index[c]].waiting.push(position_[c]);
 }
 
 void RingQueues::issued(uint32_t c) {
   if (!reorder_) return;
   Ring& r = rings_[g_.ring_index[c]];
   issued_[c] = 1;
-  r.waiting.erase(position_[c]);
   if (r.head < r.ops.size() && r.ops[r.head] == c) {
     r.passed = false;
   } else {

@@ -16,7 +16,7 @@
 // pass checks that each ring's new order is the same permutation on every member
 // (checkRingOrders) and schedules again with program order kept where it is not.
 #include <cstdint>
-#include <set>
+#include <queue>
 #include <vector>
 
 #include "passes/overlap_graph.h"
@@ -27,12 +27,16 @@ class RingQueues {
  public:
   RingQueues(const RegionGraph& g, const std::vector<double>& cost, bool reorder);
 
-  // Whether ready collective `c` may be issued at `start` (when its ring is free and its inputs
-  // are there), `now` being the compute stream's clock. `ready[i]`: op i's inputs are all
-  // scheduled (a collective in the scheduler's ready list); `done[i]`, `finish[i]`: scheduled ops
-  // and their end times.
-  bool mayIssue(uint32_t c, double now, double start, const std::vector<uint8_t>& ready, const std::vector<uint8_t>& done,
-                const std::vector<double>& finish);
+  // What the ring's order says of ready collective `c` before any timing: it is the ring's head,
+  // it may pass the head if the timing allows (mayPass), or it cannot go now. `ready[i]`: op i's
+  // inputs are all scheduled (a collective in the scheduler's ready list). Asked first, so that
+  // the scheduler times only the (at most two per ring) collectives that can go.
+  enum class Turn { Head, MayPass, No };
+  Turn turn(uint32_t c, const std::vector<uint8_t>& ready);
+  // Whether collective `c`, whose turn is MayPass, may be issued at `start` (when its ring is free
+  // and its inputs are there), `now` being the compute stream's clock. `done[i]`, `finish[i]`:
+  // scheduled ops and their end times.
+  bool mayPass(uint32_t c, double now, double start, const std::vector<uint8_t>& done, const std::vector<double>& finish);
   // Collective `c`'s inputs are all scheduled (it joined the scheduler's ready list).
   void released(uint32_t c);
   // `c` was issued.
@@ -45,7 +49,10 @@ class RingQueues {
     std::vector<uint32_t> ops;  // program order
     size_t head = 0;
     bool passed = false;  // a collective passed the current head
-    std::set<uint32_t> waiting;  // positions in `ops` of the released collectives not issued
+    // Positions in `ops` of the released collectives, least first; an issued one leaves when it
+    // reaches the top (every position before the head is issued, so the least waiting one not
+    // issued is the first after the head).
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> waiting;
   };
   // A lower bound of when the compute stream can have run head's unscheduled ancestors, from `now`;
   // the search stops once it reaches `enough`.

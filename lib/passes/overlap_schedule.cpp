@@ -117,9 +117,11 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
             inflight_blocked[c] = 1;
             continue;
           }
+          const RingQueues::Turn turn = ring_queues.turn(c, released);
+          if (turn == RingQueues::Turn::No) continue;
           double& free = ring_free[g.ring_index[c]];
           const double start = std::max({now, readyTime(c), free});
-          if (!ring_queues.mayIssue(c, now, start, released, done, finish)) continue;
+          if (turn == RingQueues::Turn::MayPass && !ring_queues.mayPass(c, now, start, done, finish)) continue;
           ring_queues.issued(c);
           finish[c] = free = start + cost[c];
           q.push_back(finish[c]);
