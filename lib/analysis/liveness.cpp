@@ -46,6 +46,7 @@ class LivenessBuilder {
     state_.assign(nb, 0);
     vars_.assign(p.next_var_id, VarState{});
   }
+  ~LivenessBuilder() { scratch_.release(); }
 
   Liveness run() {
     Liveness l;
@@ -120,7 +121,27 @@ class LivenessBuilder {
     uint8_t touched = 0, written = 0, input = 0;
     uint8_t loss_written = 0;  // an op of the Loss phase writes it (keptToEnd's rule, one phaseOf per op)
   };
-  std::vector<VarState> vars_;
+  // A thread's walks reuse one array (a pass walks each of its programs, a program of a million
+  // ops has a million vars, and fresh pages cost a fault each); a builder made while another one
+  // of the thread is alive gets one of its own.
+  struct Scratch {
+    std::vector<VarState>& take() {
+      if (busy) return own;
+      busy = true;
+      return shared();
+    }
+    void release() {
+      if (&vars != &own) busy = false;
+    }
+    static std::vector<VarState>& shared() {
+      thread_local std::vector<VarState> v;
+      return v;
+    }
+    static inline thread_local bool busy = false;
+    std::vector<VarState> own;
+    std::vector<VarState>& vars = take();
+  } scratch_;
+  std::vector<VarState>& vars_ = scratch_.vars;
 
   // The uses of block `b`'s subtree of vars declared outside it (computed once, memoised).
   const std::vector<Use>& externalUses(const Block& b) {
