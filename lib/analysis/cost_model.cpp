@@ -219,8 +219,10 @@ double p2pSeconds(const PointToPoint& p, const HardwareModel& m) {
   // is its links' bandwidth; one ring step).
   const Var* v = p.tensor;
   if (!v || v->byteSize().value_or(0) == 0) return 0;
-  return m.latency_s + m.step_latency_s + double(*v->byteSize()) / m.bus_bw;
+  return p2pFixedSeconds(m) + double(*v->byteSize()) / m.bus_bw;
 }
+
+double p2pFixedSeconds(const HardwareModel& m) { return m.latency_s + m.wake_s + m.step_latency_s; }
 
 // A kernel all-reduce costs its compute and its ring time, one after the other.
 double opCostSeconds(const Op& op, const HardwareModel& m) {

@@ -91,8 +91,11 @@ double computeSeconds(const HardwareModel& m, DType t, double flops, double byte
 // Seconds of the op on `m`: a collective alpha + wake + steps x step latency + wire / bus_bw; a compute op
 // overhead + max(FLOPs / peak, bytes / mem_bw).
 double opCostSeconds(const Op& op, const HardwareModel& m);
-// A send or receive (analysis/p2p.h): alpha + bytes / link bandwidth (bus_bw); 0 for no data.
+// A send or receive (analysis/p2p.h): p2pFixedSeconds + bytes / link bandwidth (bus_bw); 0 for no data.
 struct PointToPoint;
 double p2pSeconds(const PointToPoint& p, const HardwareModel& m);
+// What one exchange of sends and receives costs beside its bytes: the link's latency, one ring
+// step, and the wake-up of the thread that waited for it (as a collective's).
+double p2pFixedSeconds(const HardwareModel& m);
 
 }  // namespace spopt

@@ -174,8 +174,8 @@ CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m
   const int64_t main = ring.mainSteps(m.ranks), second = ring.secondSteps(m.ranks);
   e.steps = main * chunks;
   // One exchange: a piece to each neighbour it goes to, as analyze costs a group of sends (a
-  // rank's sends share its link: simulate.h): latency once, the pieces' bytes over the link.
-  const double link_fixed = model.latency_s + model.step_latency_s;
+  // rank's sends share its link: simulate.h): its fixed cost once, the pieces' bytes over the link.
+  const double link_fixed = p2pFixedSeconds(model);
   auto comm = [&](int64_t pieces) { return link_fixed + double(pieces) * bytesOf(m.shard) / n / model.bus_bw; };
   e.fixed_s = link_fixed;
   e.chunk_comm_s = comm(second > 0 ? 2 : 1);
