@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <absl/functional/function_ref.h>
 
@@ -46,7 +47,9 @@ class LivenessBuilder {
     state_.assign(nb, 0);
     vars_.assign(p.next_var_id, VarState{});
   }
-  ~LivenessBuilder() { scratch_.release(); }
+  ~LivenessBuilder() {
+    if (owns_shared_) shared_busy_ = false;
+  }
 
   Liveness run() {
     Liveness l;
@@ -124,24 +127,11 @@ class LivenessBuilder {
   // A thread's walks reuse one array (a pass walks each of its programs, a program of a million
   // ops has a million vars, and fresh pages cost a fault each); a builder made while another one
   // of the thread is alive gets one of its own.
-  struct Scratch {
-    std::vector<VarState>& take() {
-      if (busy) return own;
-      busy = true;
-      return shared();
-    }
-    void release() {
-      if (&vars != &own) busy = false;
-    }
-    static std::vector<VarState>& shared() {
-      thread_local std::vector<VarState> v;
-      return v;
-    }
-    static inline thread_local bool busy = false;
-    std::vector<VarState> own;
-    std::vector<VarState>& vars = take();
-  } scratch_;
-  std::vector<VarState>& vars_ = scratch_.vars;
+  static inline thread_local std::vector<VarState> shared_vars_;
+  static inline thread_local bool shared_busy_ = false;
+  const bool owns_shared_ = !std::exchange(shared_busy_, true);
+  std::vector<VarState> own_vars_;
+  std::vector<VarState>& vars_ = owns_shared_ ? shared_vars_ : own_vars_;
 
   // The uses of block `b`'s subtree of vars declared outside it (computed once, memoised).
   const std::vector<Use>& externalUses(const Block& b) {
