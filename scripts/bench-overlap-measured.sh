@@ -192,27 +192,26 @@ for size, link, load, share, pred, meas, _ in table:
         gm = gains(meas[a], meas[b])
         gp = (pred[a] - pred[b]) / pred[a]
         cells.append((gm, gp))
-    out = []
-    for i, (gm, gp) in enumerate(cells[:3]):
-        out += [spread(gm, pct), pct(gp)]
-        if i != 1:  # regather's cost has no target: it is what the overlap must hide first
-            med = statistics.median(gm)
-            ratio = med / gp if abs(gp) > 1e-9 else float("nan")
-            out.append(f"{ratio:.2f}" + (" (predicted ~0: noise)" if abs(gp) < NOISE else ""))
-            if abs(gp) >= NOISE and 0.7 <= ratio <= 1.3:
-                met_overlap += i == 0
-                met_chain += i == 2
+    def with_ratio(gm, gp):
+        """The gain's cells with its measured / predicted ratio, and whether that is within 0.7-1.3."""
+        ratio = statistics.median(gm) / gp if abs(gp) > 1e-9 else float("nan")
+        cells = [spread(gm, pct), pct(gp), f"{ratio:.2f}" + (" (predicted ~0: noise)" if abs(gp) < NOISE else "")]
+        return cells, abs(gp) >= NOISE and 0.7 <= ratio <= 1.3
+
+    overlap_cells, overlap_met = with_ratio(*cells[0])
+    chain_cells, chain_met = with_ratio(*cells[2])
+    decomp_cells, decomp_met = with_ratio(*cells[3])
+    met_overlap += overlap_met
+    met_chain += chain_met
+    met_decomp += decomp_met
     bound = 1 - link_pred[size, link, "chain"] / pred["fuse"]
-    out.append(pct(bound))
-    gm, gp = cells[3]
-    ratio = statistics.median(gm) / gp if abs(gp) > 1e-9 else float("nan")
-    out += [spread(gm, pct), pct(gp), f"{ratio:.2f}" + (" (predicted ~0: noise)" if abs(gp) < NOISE else "")]
-    met_decomp += abs(gp) >= NOISE and 0.7 <= ratio <= 1.3
+    # regather's cost has no target (it is what the overlap must hide first): no ratio.
+    out = overlap_cells + [spread(cells[1][0], pct), pct(cells[1][1])] + chain_cells + [pct(bound)] + decomp_cells
     if share >= 0.3:
         comm_rows += 1
         real = statistics.median(cells[2][0]) >= 0.10
         real_chain += real
-        real_decomp += statistics.median(gm) >= 0.10
+        real_decomp += statistics.median(cells[3][0]) >= 0.10
         if bound >= 0.10:
             room_rows += 1
             real_in_room += real
