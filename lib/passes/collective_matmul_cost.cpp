@@ -26,6 +26,7 @@ std::string us(double s) {
 // the compute stream its ops in turn, each op once the exchange it reads (if any) has landed and
 // each reduce-scatter exchange once the sums it sends are made.
 struct RingStreams {
+  explicit RingStreams(int64_t exchanges) { landed.reserve(size_t(exchanges)); }
   std::vector<double> landed;  // by exchange
   double compute = 0, comm_free = 0, work = 0;
   void run(double seconds, int64_t waits_for = -1) {
@@ -46,7 +47,7 @@ struct RingStreams {
 // `comm(k)`: an exchange carrying k pieces.
 template <class Comm>
 RingStreams gatherPipeline(const RingShape& r, int64_t a, int64_t b, const std::vector<double>& gemms, Comm comm) {
-  RingStreams s;
+  RingStreams s(a * r.chunks);
   for (int64_t step = 1; step <= a; ++step)
     for (int64_t j = 0; j < r.chunks; ++j) s.exchange(comm(step <= b ? 2 : 1), 0);
   for (double g : gemms)
@@ -61,7 +62,7 @@ RingStreams gatherPipeline(const RingShape& r, int64_t a, int64_t b, const std::
 // sends them; last, the own chunk's partial plus what each chain brought.
 template <class Comm>
 RingStreams scatterPipeline(const RingShape& r, int64_t a, int64_t b, double gemm, double add, Comm comm) {
-  RingStreams s;
+  RingStreams s(a * r.chunks);
   const int64_t n = r.chunks;
   for (int64_t k = 0; k < a; ++k)
     for (int64_t j = 0; j < n; ++j) {
@@ -84,7 +85,7 @@ RingStreams scatterPipeline(const RingShape& r, int64_t a, int64_t b, double gem
 // piece received needing no add (it is the accumulator); last the own partial and its add.
 template <class Comm>
 RingStreams directPipeline(const RingShape& r, int64_t a, int64_t b, double gemm, double add, Comm comm) {
-  RingStreams s;
+  RingStreams s(a * r.chunks);
   const int64_t n = r.chunks;
   std::vector<int64_t> waiting(size_t(n), 0);  // pieces received, not summed yet
   std::vector<bool> started(size_t(n), false);  // an accumulator exists
@@ -117,16 +118,11 @@ double gemmsTotal(const std::vector<double>& gemms) {
   return sum;
 }
 
-// One GEMM of a site's matmul on `rows` of its row operand (the weight read whole each time), as
+// One GEMM of a site's matmul on 1/parts of its rows (the weight read whole each time), as
 // cost_model.h's computeSeconds charges it.
-double gemmSeconds(const SiteMatmul& mm, const HardwareModel& model, double parts) {
-  OpView v(*mm.op);
-  const Var* x = v.in(mm.grad ? "Out@GRAD" : "X");
-  const Var* w = v.in("Y");
-  double k = double(x->shape.back()), n = double(w->numel()) / k, m = double(x->numel()) / k / parts;
-  bool wide = model.widen_16bit && (x->dtype == DType::Float16 || x->dtype == DType::BFloat16);
-  double elem = wide ? 4 : double(dtypeSize(x->dtype));
-  return computeSeconds(model, x->dtype, 2 * m * n * k, (m * k + k * n + m * n) * elem, std::cbrt(m * n * k));
+double gemmSeconds(const CollectiveMatmulSite::Gemm& g, const HardwareModel& model, double parts) {
+  const double m = g.m / parts;
+  return computeSeconds(model, g.dtype, 2 * m * g.n * g.k, (m * g.k + g.k * g.n + m * g.n) * g.elem_bytes, std::cbrt(m * g.n * g.k));
 }
 
 std::string shapeWords(const RingShape& r) {
@@ -151,40 +147,61 @@ std::vector<RingShape> ringCandidates(const CollectiveMatmulMatch& m, int64_t ch
 int64_t RingShape::mainSteps(int64_t t) const { return directions == 2 ? t / 2 : t - 1; }
 int64_t RingShape::secondSteps(int64_t t) const { return directions == 2 ? (t - 1) / 2 : 0; }
 
-CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, RingShape ring) {
+CollectiveMatmulSite collectiveMatmulSite(const CollectiveMatmulMatch& m, const HardwareModel& model) {
+  CollectiveMatmulSite site;
+  site.form = m.form;
+  site.ranks = m.ranks;
+  site.shard_bytes = bytesOf(m.shard);
+  for (const SiteMatmul& mm : m.matmuls) {
+    OpView v(*mm.op);
+    const Var* x = v.in(mm.grad ? "Out@GRAD" : "X");
+    const Var* w = v.in("Y");
+    CollectiveMatmulSite::Gemm g;
+    g.k = double(x->shape.back());
+    g.n = double(w->numel()) / g.k;
+    g.m = double(x->numel()) / g.k;
+    g.dtype = x->dtype;
+    g.elem_bytes = model.widen_16bit && (x->dtype == DType::Float16 || x->dtype == DType::BFloat16) ? 4 : double(dtypeSize(x->dtype));
+    site.gemms.push_back(g);
+    site.whole_gemm_s += gemmSeconds(g, model, 1);
+    if (m.form == CollectiveMatmulForm::AllGather) site.extras_s += copySeconds(bytesOf(v.out(mm.grad ? "X@GRAD" : "Out")), model);
+  }
+  if (m.form == CollectiveMatmulForm::AllGather && m.whole_read_elsewhere) site.extras_s += copySeconds(bytesOf(m.whole), model);
+  if (m.form == CollectiveMatmulForm::ReduceScatter)
+    site.extras_s += copySeconds(bytesOf(OpView(*m.matmuls.front().op).in(m.matmuls.front().grad ? "Out@GRAD" : "X")), model);
+  site.whole_s = site.whole_gemm_s + opCostSeconds(*m.collective, model);
+  return site;
+}
+
+CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulSite& site, const HardwareModel& model, RingShape ring) {
   CollectiveMatmulEstimate e;
   const int64_t chunks = ring.chunks;
-  const double t = double(m.ranks), n = double(chunks);
+  const double t = double(site.ranks), n = double(chunks);
   e.ring = ring;
-  double extras = 0;
+  e.whole_s = site.whole_s;
+  e.whole_gemm_s = site.whole_gemm_s;
   std::vector<double> gemms;
-  for (const SiteMatmul& mm : m.matmuls) {
-    e.whole_gemm_s += gemmSeconds(mm, model, 1);
-    gemms.push_back(gemmSeconds(mm, model, t * n));
+  gemms.reserve(site.gemms.size());
+  for (const CollectiveMatmulSite::Gemm& g : site.gemms) {
+    gemms.push_back(gemmSeconds(g, model, t * n));
     e.chunk_gemm_s += gemms.back();
-    const Var* out = OpView(*mm.op).out(mm.grad ? "X@GRAD" : "Out");
-    if (m.form == CollectiveMatmulForm::AllGather) extras += copySeconds(bytesOf(out), model);
   }
-  if (m.form == CollectiveMatmulForm::AllGather && m.whole_read_elsewhere) extras += copySeconds(bytesOf(m.whole), model);
-  if (m.form == CollectiveMatmulForm::ReduceScatter)
-    extras += copySeconds(bytesOf(OpView(*m.matmuls.front().op).in(m.matmuls.front().grad ? "Out@GRAD" : "X")), model);
   // In pieces: the own shard split (all-gather form) or the output's pieces joined (reduce-scatter).
-  if (chunks > 1) extras += copySeconds(bytesOf(m.shard), model);
-  e.whole_s = e.whole_gemm_s + opCostSeconds(*m.collective, model);
-  const int64_t main = ring.mainSteps(m.ranks), second = ring.secondSteps(m.ranks);
+  const double extras = site.extras_s + (chunks > 1 ? copySeconds(site.shard_bytes, model) : 0);
+  const int64_t main = ring.mainSteps(site.ranks), second = ring.secondSteps(site.ranks);
   e.steps = main * chunks;
   // One exchange: a piece to each neighbour it goes to, as analyze costs a group of sends (a
   // rank's sends share its link: simulate.h): its fixed cost once, the pieces' bytes over the link.
   const double link_fixed = p2pFixedSeconds(model);
-  auto comm = [&](int64_t pieces) { return link_fixed + double(pieces) * bytesOf(m.shard) / n / model.bus_bw; };
+  auto comm = [&](int64_t pieces) { return link_fixed + double(pieces) * site.shard_bytes / n / model.bus_bw; };
   e.fixed_s = link_fixed;
   e.chunk_comm_s = comm(second > 0 ? 2 : 1);
   const double per_step = second > 0 ? 2 : 1;  // chunks a step multiplies
   e.chunk_gemm_s *= per_step;
-  e.fixed_s += per_step * double(m.matmuls.size()) * model.op_overhead_s;
+  e.fixed_s += per_step * double(site.gemms.size()) * model.op_overhead_s;
   // The reduce-scatter form's accumulator add of a piece: both operands read and the sum written once.
-  const double add_s = model.op_overhead_s + 3 * bytesOf(m.shard) / n / model.mem_bw;
-  RingStreams s = m.form == CollectiveMatmulForm::AllGather ? gatherPipeline(ring, main, second, gemms, comm)
+  const double add_s = model.op_overhead_s + 3 * site.shard_bytes / n / model.mem_bw;
+  RingStreams s = site.form == CollectiveMatmulForm::AllGather ? gatherPipeline(ring, main, second, gemms, comm)
                   : ring.direct ? directPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm)
                                 : scatterPipeline(ring, main, second, gemmsTotal(gemms), add_s, comm);
   e.decomposed_s = s.compute + extras;

@@ -40,8 +40,24 @@ struct CollectiveMatmulEstimate {
   int64_t steps = 0;        // neighbour exchanges: (t - 1) x chunks one way, t/2 x chunks both ways
 };
 
+// What a site's estimate reads from the program, whatever the ring's shape: read once per site,
+// then timed for each shape the pass weighs.
+struct CollectiveMatmulSite {
+  struct Gemm {
+    double m = 0, n = 0, k = 0;  // the whole GEMM: m rows of the row operand
+    DType dtype = DType::Float32;
+    double elem_bytes = 4;       // as the model moves an element (16-bit widened where it says so)
+  };
+  CollectiveMatmulForm form = CollectiveMatmulForm::AllGather;
+  int64_t ranks = 0;
+  double shard_bytes = 0;
+  double whole_s = 0, whole_gemm_s = 0;  // the site as it is; of it, the matmuls
+  double extras_s = 0;                   // the copies any shape pays (not the pieces' split or join)
+  std::vector<Gemm> gemms;               // one per matmul of the site, in program order
+};
+CollectiveMatmulSite collectiveMatmulSite(const CollectiveMatmulMatch& m, const HardwareModel& model);
 // `ring.chunks` >= 1 divides the shard's rows; `ring.directions` 2 only where t >= 3.
-CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulMatch& m, const HardwareModel& model, RingShape ring);
+CollectiveMatmulEstimate estimateCollectiveMatmul(const CollectiveMatmulSite& site, const HardwareModel& model, RingShape ring);
 // The shapes the pass may choose from for a site: `chunks` (0: any of 1, 2, 4) dividing the shard's
 // rows, `directions` (0: either; 2 on a ring of 2 is one way: its neighbours are one rank), `route`
 // (0: either; 1: ring; 2: direct, for a reduce-scatter; an all-gather's is always the ring).

@@ -86,25 +86,35 @@ class DecomposeCollectiveMatmul final : public Pass {
     Stats stats;
     int64_t saved_ns = 0;
     DecideOptions decide;
-    std::vector<RingShape> shapes(table.size());
+    // Per candidate, the estimate of the shape its ring takes (the explain note and the rewrite read it).
+    std::vector<CollectiveMatmulEstimate> chosen(table.size());
+    std::vector<CollectiveMatmulEstimate> estimates;  // [member][shape], one position at a time
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
       if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
       // One shape for the ring's members (their exchanges pair): the shortest on the slowest member.
-      double best = 1e30;
-      for (const RingShape& shape : ringCandidates(table.match(pos.members.front()), opts_.chunks, directions(), route())) {
+      const std::vector<RingShape> shapes = ringCandidates(table.match(pos.members.front()), opts_.chunks, directions(), route());
+      estimates.clear();
+      for (size_t i : pos.members) {
+        const CollectiveMatmulSite site = collectiveMatmulSite(table.match(i), model);
+        for (const RingShape& shape : shapes) estimates.push_back(estimateCollectiveMatmul(site, model, shape));
+      }
+      auto estimate = [&](size_t member, size_t shape) -> const CollectiveMatmulEstimate& { return estimates[member * shapes.size() + shape]; };
+      size_t best = 0;
+      double best_s = 1e30;
+      for (size_t shape = 0; shape < shapes.size(); ++shape) {
         double worst = 0;
-        for (size_t i : pos.members) worst = std::max(worst, estimateCollectiveMatmul(table.match(i), model, shape).decomposed_s);
-        if (worst < best) best = worst, shapes[pos.members.front()] = shape;
+        for (size_t member = 0; member < pos.members.size(); ++member) worst = std::max(worst, estimate(member, shape).decomposed_s);
+        if (worst < best_s) best_s = worst, best = shape;
       }
       double worst_saving = 1e30;
-      for (size_t i : pos.members) {
-        shapes[i] = shapes[pos.members.front()];
-        CollectiveMatmulEstimate e = estimateCollectiveMatmul(table.match(i), model, shapes[i]);
+      for (size_t member = 0; member < pos.members.size(); ++member) {
+        const size_t i = pos.members[member];
+        const CollectiveMatmulEstimate& e = chosen[i] = estimate(member, best);
         if (opts_.mode == "auto")
           if (Refusal r = collectiveMatmulCostRefusal(e, ctx.explaining()); !r.empty()) return r;
         worst_saving = std::min(worst_saving, e.whole_s - e.decomposed_s);
         const CandidateState& c = table.state(i);
-        if (Refusal r = memoryRefusal(c, table.match(i), memoryOf(*c.op->block->program), shapes[i].chunks); !r.empty()) return r;
+        if (Refusal r = memoryRefusal(c, table.match(i), memoryOf(*c.op->block->program), e.ring.chunks); !r.empty()) return r;
       }
       saved_ns += int64_t(worst_saving * 1e9);
       return {};
@@ -112,8 +122,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     table.decide(rings, decide);
     if (ctx.explaining())  // what the ring leaves exposed, on each site it takes
       for (size_t i = 0; i < table.size(); ++i)
-        if (table.state(i).change && table.state(i).note.empty())
-          table.state(i).note = {"ring", collectiveMatmulExposure(estimateCollectiveMatmul(table.match(i), model, shapes[i]))};
+        if (table.state(i).change && table.state(i).note.empty()) table.state(i).note = {"ring", collectiveMatmulExposure(chosen[i])};
     table.report(ctx);
     int64_t gathers = 0, scatters = 0;
     for (size_t i = 0; i < table.size(); ++i)
@@ -126,7 +135,7 @@ class DecomposeCollectiveMatmul final : public Pass {
       if (!table.state(i).change) continue;
       const CollectiveMatmulMatch& m = table.match(i);
       const Program& p = *m.collective->block->program;
-      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), shapes[i]);
+      rewriteCollectiveMatmul(m, job.group(m.coll.ring_id)->positionOf(p.rank), commStreamName(m.coll.ring_id), chosen[i].ring);
     }
     if (statistics)
       for (auto& p : job.programs) stats.peak_after.raiseTo(peakBytes(*p));
@@ -149,11 +158,11 @@ class DecomposeCollectiveMatmul final : public Pass {
     return opts_.forms == "both" || (opts_.forms == "all-gather") == (f == CollectiveMatmulForm::AllGather);
   }
 
+  // Each program on a thread of its own (the matcher reads only its program).
   void collect(Job& job, Table& table, bool explaining, bool backward_too) const {
-    for (auto& p : job.programs) {
-      std::vector<std::pair<Op*, CollectiveMatmulResult>> found;
+    table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       std::vector<const Op*> gathered_matmuls;
-      for (auto& b : p->blocks)
+      for (auto& b : p.blocks)
         for (Op& op : b->ops) {
           auto coll = commCollective(op);
           if (!coll) continue;
@@ -161,28 +170,33 @@ class DecomposeCollectiveMatmul final : public Pass {
           if (!r.candidate) continue;
           if (r.match && r.match->form == CollectiveMatmulForm::AllGather)
             for (const SiteMatmul& mm : r.match->matmuls) gathered_matmuls.push_back(mm.op);
-          found.emplace_back(&op, std::move(r));
+          found.push_back({&op, *coll, true, std::move(r.match), std::move(r.refusal)});
         }
-      for (auto& [op, r] : found) {
-        Op& collective = *op;
-        CollectiveMatmulResult& res = r;
-        if (res.match && !backward_too && isBackwardOp(collective))
-          res = {true, std::nullopt, {"backward-overlapped", "overlap-collectives hides a backward collective behind the dW GEMMs; "
-                                                              "cutting it only adds chunk GEMMs (phases=all decomposes it)"}};
-        if (res.match && !formWanted(res.match->form))
-          res = {true, std::nullopt, {"form-off", "forms=" + opts_.forms}};
-        if (res.match && opts_.chunks > 0 && res.match->shard->shape[0] % opts_.chunks != 0)
-          res = {true, std::nullopt, {"chunks-indivisible", explaining ? piecesRefusal(*res.match->shard) : ""}};
-        if (res.match && res.match->form == CollectiveMatmulForm::ReduceScatter) {
-          const Op* mm = res.match->matmuls.front().op;
-          if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), mm) != gathered_matmuls.end())
-            res = {true, std::nullopt, {"shared-matmul", "its matmul is also fed by an all-gather this pass decomposes"}};
-          else if (!p2pDef(P2PKind::Send).spelling(p->dialect))
-            res = {true, std::nullopt, {"no-spelling", "the program's dialect has no send op to pass a partial sum on"}};
-        }
-        table.add(collective, *asCollective(collective), true, std::move(res.match), std::move(res.refusal));
-      }
-    }
+      for (Table::Matched& site : found) refuseUnwanted(site, p, gathered_matmuls, explaining, backward_too);
+    });
+  }
+
+  // The pass's own refusals of a site the matcher takes: a phase, form or chunking not asked for,
+  // or a matmul already decomposed on its all-gather side.
+  void refuseUnwanted(Table::Matched& site, const Program& p, const std::vector<const Op*>& gathered_matmuls, bool explaining,
+                      bool backward_too) const {
+    if (!site.match) return;
+    auto refuse = [&](std::string code, std::string reason) {
+      site.match.reset();
+      site.refusal = {std::move(code), explaining ? std::move(reason) : std::string()};
+    };
+    const CollectiveMatmulMatch& m = *site.match;
+    if (!backward_too && isBackwardOp(*site.op))
+      return refuse("backward-overlapped", "overlap-collectives hides a backward collective behind the dW GEMMs; "
+                                           "cutting it only adds chunk GEMMs (phases=all decomposes it)");
+    if (!formWanted(m.form)) return refuse("form-off", "forms=" + opts_.forms);
+    if (opts_.chunks > 0 && m.shard->shape[0] % opts_.chunks != 0)
+      return refuse("chunks-indivisible", explaining ? piecesRefusal(*m.shard) : "");
+    if (m.form != CollectiveMatmulForm::ReduceScatter) return;
+    if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), m.matmuls.front().op) != gathered_matmuls.end())
+      return refuse("shared-matmul", "its matmul is also fed by an all-gather this pass decomposes");
+    if (!p2pDef(P2PKind::Send).spelling(p.dialect))
+      return refuse("no-spelling", "the program's dialect has no send op to pass a partial sum on");
   }
 
   std::string piecesRefusal(const Var& shard) const {
