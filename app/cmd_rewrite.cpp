@@ -25,6 +25,7 @@ struct Options {
   std::string passes{kDefaultPipeline};
   bool stats = false, timing = false, explain = false, print_after_all = false, dry_run = false, split_input_file = false;
   std::string report;
+  std::string preset, link;  // every pass of the pipeline that schedules by a machine model
   std::string emit;  // json or text; empty: text when OUT ends in .sptxt
   std::vector<std::string> print_after;
 };
@@ -160,9 +161,24 @@ int rewriteCases(const Options& o, const Pipeline& pipeline) {
   });
 }
 
+// --preset and --link: each pass that declares the option and was not given it in its braces
+// takes it (the chain's passes then schedule for one machine, as `analyze --preset --link` models
+// it). A pipeline with no such pass makes the flag a mistake, said as one.
+void scheduleFor(Pipeline& pipeline, const Options& o) {
+  for (const auto& [name, value] : {std::pair{std::string("preset"), o.preset}, std::pair{std::string("link"), o.link}}) {
+    if (value.empty()) continue;
+    bool declared = false;
+    for (const ConfiguredPass& cp : pipeline) declared |= cp.info->option(name) != nullptr;
+    if (!declared)
+      throw InputError("--" + name, "", "no pass of the pipeline \"" + pipelineText(pipeline) + "\" takes " + name + "=");
+    setPipelineOption(pipeline, name, value, "--" + name);
+  }
+}
+
 int runRewrite(const Options& o) {
   const PassRegistry& registry = PassRegistry::builtin();
   Pipeline pipeline = parsePipeline(o.passes, registry, "--passes");
+  scheduleFor(pipeline, o);
   for (const auto& name : o.print_after) {
     bool in_pipeline = false;
     for (const auto& cp : pipeline) in_pipeline |= cp.info->name == name;
@@ -207,6 +223,11 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                                       "Pipeline: a,b{opt=val},c; `--passes=` for none (default: " + std::string(kDefaultPipeline) +
                                           "; see `sp-opt passes`)")
                            ->expected(0, 1);
+                       sub.add_option("--preset", o->preset,
+                                      "Cost model of every pass that schedules by one (preset= in their braces): a GPU "
+                                      "preset, or host (this machine, measured; see `sp-opt analyze --help`)");
+                       sub.add_option("--link", o->link,
+                                      "BW_GBPS[,LATENCY_US] for those passes (link=): the link `replay --link` emulates");
                        sub.add_flag("--stats", o->stats, "Per pass: time, candidates, rewritten, refused by reason (stderr)");
                        sub.add_flag("--timing", o->timing,
                                     "Per pass: time and the verifier's after it (stderr), without collecting statistics");

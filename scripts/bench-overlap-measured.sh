@@ -2,18 +2,19 @@
 # Measured vs predicted gain of the overlap, scheduled for this machine.
 #
 # For each job size and emulated link (replay --link BW_GBPS,LATENCY_US: every collective takes at
-# least latency + ring bytes / BW of wall time), three rewrites of `gen gpt ... --tp 2
+# least latency + ring bytes / BW of wall time), four rewrites of `gen gpt ... --tp 2
 # --sequence-parallel`:
 #   fuse   = --passes=fuse-allreduce-split (every collective on the compute stream)
 #   regath = fuse + regather-activations: backward all-gathers instead of keeping the gathered
 #            activations (trades link time for memory; still one stream)
-#   chain  = regath + overlap-collectives{preset=host,link=LINK}, the default chain scheduled
-#            against the host model (this machine's calibrated rates) with that link
-#   decomp = chain with decompose-collective-matmul{preset=host,link=LINK} before the overlap: the
-#            forward all-gathers and reduce-scatters, which nothing else hides, cut into chunks
-#            overlapped with the piece GEMMs where the model says it pays (not in the default chain)
-# so that two effects are seen apart: the overlap alone (regath -> chain) and the whole chain
-# (fuse -> chain, regather's added link time included). Then
+#   bwd    = regath + overlap-collectives: the backward's communication scheduled behind compute,
+#            the forward's left exposed (the default chain without decompose-collective-matmul)
+#   chain  = the default chain, `rewrite --preset host --link LINK`: bwd with the forward
+#            all-gathers and reduce-scatters, which nothing else hides, cut into chunks overlapped
+#            with the piece GEMMs where the model says it pays; every pass that schedules takes the
+#            host model (this machine's calibrated rates) with that link
+# so that the effects are seen apart: the overlap pass alone (regath -> bwd), the backward only
+# (fuse -> bwd) and the whole chain (fuse -> chain, regather's added link time included). Then
 #   measured  = replay --link LINK, the slowest rank's step; RUNS rounds, each replaying the three
 #               jobs back to back (the order rotates per round), so that a round's jobs see the
 #               same machine: a gain is taken per round, and the table gives the median of the
@@ -99,17 +100,16 @@ for size in $SIZES; do
   "$SP_OPT" rewrite "$WORK/in.json" "$WORK/regath.json" --passes=fuse-allreduce-split,regather-activations
   for link in $LINKS; do
     calibrate  # per row, just before its replays: the machine's load moves
-    "$SP_OPT" rewrite "$WORK/in.json" "$WORK/chain.json" \
-      "--passes=fuse-allreduce-split,regather-activations,overlap-collectives{preset=host,link=$link}"
-    "$SP_OPT" rewrite "$WORK/in.json" "$WORK/decomp.json" \
-      "--passes=fuse-allreduce-split,regather-activations,decompose-collective-matmul{preset=host,link=$link},overlap-collectives{preset=host,link=$link}"
-    jobs=(fuse regath chain decomp)
+    "$SP_OPT" rewrite "$WORK/in.json" "$WORK/bwd.json" --preset host --link "$link" \
+      --passes=fuse-allreduce-split,regather-activations,overlap-collectives
+    "$SP_OPT" rewrite "$WORK/in.json" "$WORK/chain.json" --preset host --link "$link"
+    jobs=(fuse regath bwd chain)
     if [[ -n $BEFORE ]]; then
       "$BEFORE" rewrite "$WORK/in.json" "$WORK/old.json"
       jobs+=(old)
     fi
     declare -A pred=() measured=()
-    for j in fuse regath chain decomp; do pred[$j]=$(predict "$WORK/$j.json" "$link" "$WORK/$j.predicted.json"); done
+    for j in fuse regath bwd chain; do pred[$j]=$(predict "$WORK/$j.json" "$link" "$WORK/$j.predicted.json"); done
     for round in $(seq "$RUNS"); do
       for k in "${!jobs[@]}"; do
         j=${jobs[$(((k + round) % ${#jobs[@]}))]}
@@ -120,18 +120,19 @@ for size in $SIZES; do
     done
     # fields: size|gen|link|load|fuse comm_s| then per job "predicted_s|m1 m2 ...", in jobs order
     line="$size|$gen|$link|$(cut -d' ' -f1 /proc/loadavg)|${pred[fuse]#* }"
-    for j in fuse regath chain decomp; do line+="|${pred[$j]% *}|${measured[$j]}"; done
+    for j in fuse regath bwd chain; do line+="|${pred[$j]% *}|${measured[$j]}"; done
     line+="|${measured[old]:-}"
     echo "$line" >> "$rows"
-    for j in fuse regath chain decomp; do
+    for j in fuse regath bwd chain; do
       echo "$size|$link|$j|$(python3 "$HERE/compare-traces.py" "$WORK/$j".run*.json "$WORK/$j.predicted.json" --summary)" >> "$parts"
     done
     rm -f "$WORK"/*.run*.json
     echo "$size $link calibration: $(cat "$WORK/cal.json")"
   done
-  # The rewrite must not change a bit of the results (the local backend is deterministic).
+  # The backward's scheduling must not change a bit of the results (the local backend is
+  # deterministic); a decomposed reduce-scatter sums in another order: within check's tolerance.
+  echo "$size check fuse vs bwd: $("$SP_OPT" check "$WORK/fuse.json" "$WORK/bwd.json" 2>&1 | tail -1)"
   echo "$size check fuse vs chain: $("$SP_OPT" check "$WORK/fuse.json" "$WORK/chain.json" 2>&1 | tail -1)"
-  echo "$size check fuse vs decomp: $("$SP_OPT" check "$WORK/fuse.json" "$WORK/decomp.json" 2>&1 | tail -1)"
 done
 
 python3 - "$rows" "$parts" "$RUNS" <<'PY'
@@ -155,7 +156,7 @@ table = []
 for line in open(rows):
     f = line.rstrip("\n").split("|")
     size, link, load, comm = f[0], f[2], f[3], float(f[4])
-    JOBS = ("fuse", "regath", "chain", "decomp")
+    JOBS = ("fuse", "regath", "bwd", "chain")
     pred = {j: float(f[5 + 2 * i]) * 1e3 for i, j in enumerate(JOBS)}
     meas = {j: [float(x) for x in f[6 + 2 * i].split()] for i, j in enumerate(JOBS)}
     old = [float(x) for x in f[5 + 2 * len(JOBS)].split()]
@@ -164,17 +165,17 @@ for line in open(rows):
 print(f"\n{runs} rounds per row (each replays the row's jobs back to back); measured = the slowest rank's step, "
       "median [min..max] of the rounds (ms); predicted = analyze --preset host --link (the row's calibration)\n")
 print("| job | link | model comm share (fuse) | fuse measured | fuse predicted | fuse+regather measured | predicted "
-      "| chain measured | chain predicted | chain+decompose measured | predicted | load |")
+      "| backward only measured | predicted | chain measured | chain predicted | load |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for size, link, load, share, pred, meas, _ in table:
     print(f"| {size} | {link} | {share:.0%} | {spread(meas['fuse'], ms)} | {pred['fuse']:.1f} | {spread(meas['regath'], ms)} "
-          f"| {pred['regath']:.1f} | {spread(meas['chain'], ms)} | {pred['chain']:.1f} | {spread(meas['decomp'], ms)} "
-          f"| {pred['decomp']:.1f} | {load} |")
+          f"| {pred['regath']:.1f} | {spread(meas['bwd'], ms)} | {pred['bwd']:.1f} | {spread(meas['chain'], ms)} "
+          f"| {pred['chain']:.1f} | {load} |")
 
 print("\ngains (before - after) / before, measured per round: median [min..max]; ratio = measured median / predicted\n")
-print("| job | link | overlap alone (fuse+regather -> chain) measured | predicted | ratio | regather's cost (fuse -> "
+print("| job | link | overlap pass alone (fuse+regather -> bwd) measured | predicted | ratio | regather's cost (fuse -> "
       "fuse+regather) measured | predicted | whole chain (fuse -> chain) measured | predicted | ratio "
-      "| whole chain's bound (its link time) | chain + decompose (fuse -> decomp) measured | predicted | ratio |")
+      "| whole chain's bound (its link time) | backward only (fuse -> bwd) measured | predicted | ratio |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 # A ring runs one collective at a time, so a step is at least its ring's link time (these jobs have
 # one ring): the chain can gain at most 1 - its predicted link time / the fuse step's prediction.
@@ -184,11 +185,11 @@ for line in open(parts):
     size, link, job, nums = line.rstrip("\n").split("|")
     predicted = nums.split()[5:]  # step, compute, link, peers, idle
     link_pred[size, link, job] = float(predicted[2])
-met_overlap = met_chain = real_chain = comm_rows = room_rows = real_in_room = met_decomp = real_decomp = 0
+met_overlap = met_chain = real_chain = comm_rows = room_rows = real_in_room = met_bwd = real_bwd = 0
 bounds = []
 for size, link, load, share, pred, meas, _ in table:
     cells = []
-    for a, b in (("regath", "chain"), ("fuse", "regath"), ("fuse", "chain"), ("fuse", "decomp")):
+    for a, b in (("regath", "bwd"), ("fuse", "regath"), ("fuse", "chain"), ("fuse", "bwd")):
         gm = gains(meas[a], meas[b])
         gp = (pred[a] - pred[b]) / pred[a]
         cells.append((gm, gp))
@@ -200,18 +201,18 @@ for size, link, load, share, pred, meas, _ in table:
 
     overlap_cells, overlap_met = with_ratio(*cells[0])
     chain_cells, chain_met = with_ratio(*cells[2])
-    decomp_cells, decomp_met = with_ratio(*cells[3])
+    bwd_cells, bwd_met = with_ratio(*cells[3])
     met_overlap += overlap_met
     met_chain += chain_met
-    met_decomp += decomp_met
+    met_bwd += bwd_met
     bound = 1 - link_pred[size, link, "chain"] / pred["fuse"]
     # regather's cost has no target (it is what the overlap must hide first): no ratio.
-    out = overlap_cells + [spread(cells[1][0], pct), pct(cells[1][1])] + chain_cells + [pct(bound)] + decomp_cells
+    out = overlap_cells + [spread(cells[1][0], pct), pct(cells[1][1])] + chain_cells + [pct(bound)] + bwd_cells
     if share >= 0.3:
         comm_rows += 1
         real = statistics.median(cells[2][0]) >= 0.10
         real_chain += real
-        real_decomp += statistics.median(cells[3][0]) >= 0.10
+        real_bwd += statistics.median(cells[3][0]) >= 0.10
         if bound >= 0.10:
             room_rows += 1
             real_in_room += real
@@ -221,8 +222,8 @@ print(f"\nmeasured gain within 0.7-1.3x of a predicted gain of 5% or more: overl
       f"whole chain {met_chain} of {n}; whole chain's measured gain >= 10% in {real_chain} of the {comm_rows} rows "
       f"where the model puts comm at >= 30% of the fuse step ({real_in_room} of the {room_rows} of those whose "
       "link time leaves the chain room for 10%)")
-print(f"chain + decompose-collective-matmul: measured gain within 0.7-1.3x of its prediction in {met_decomp} of {n} rows; "
-      f">= 10% in {real_decomp} of the {comm_rows} rows where the model puts comm at >= 30% of the fuse step")
+print(f"backward only (the chain without decompose-collective-matmul): measured gain within 0.7-1.3x of its prediction in "
+      f"{met_bwd} of {n} rows; >= 10% in {real_bwd} of the {comm_rows} rows where the model puts comm at >= 30% of the fuse step")
 
 print("\nthe step taken apart (rank 0, ms; measured: the round of the shortest step; scripts/compare-traces.py --summary): "
       "compute = busy time of compute ops, link = collectives after their last member arrived, "

@@ -10,10 +10,14 @@ namespace spopt {
 CollectiveSig signatureOf(const Op& op) {
   auto c = asCollective(op);
   if (!c || !communicates(*c)) throw std::logic_error("signatureOf: " + std::string(op.type) + " is not a communicating collective");
+  return signatureOf(op, *c);
+}
+
+CollectiveSig signatureOf(const Op& op, const Collective& c) {
   CollectiveSig s;
-  s.kind = c->kind;
-  s.reduce = c->reduce;
-  if (const Var* x = op.in(c->in_slot)) {
+  s.kind = c.kind;
+  s.reduce = c.reduce;
+  if (const Var* x = op.in(c.in_slot)) {
     s.dtype = x->dtype;
     s.numel = x->numel();
   }

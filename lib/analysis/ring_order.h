@@ -36,6 +36,8 @@ struct CollectiveSig {
 };
 // The signature of a communicating collective op (std::logic_error for any other op).
 CollectiveSig signatureOf(const Op& op);
+// The same, of `op` as `c` (asCollective(op)) reads it, without reading its attributes again.
+CollectiveSig signatureOf(const Op& op, const Collective& c);
 // "all-reduce float32[4096]", for messages.
 std::string describeSig(const CollectiveSig& s);
 // "ring 0 [0,1]": the ring and its member ranks, as the passes' messages write it.

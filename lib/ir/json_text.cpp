@@ -67,7 +67,50 @@ template <typename T, typename Fits> std::optional<std::vector<T>> rawToArray(st
 }
 }  // namespace
 
+namespace {
+bool jsonSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// The spelling nearly every int-array attribute has, read without building a JSON tree: '[' then
+// integers (no leading zeros, as JSON writes them) separated by ',' then ']', JSON whitespace
+// anywhere between. nullopt for anything else, which the full parser then reads (or refuses).
+std::optional<std::vector<int64_t>> plainIntArray(std::string_view raw) {
+  const char *p = raw.data(), *end = p + raw.size();
+  auto skip = [&] {
+    while (p < end && jsonSpace(*p)) ++p;
+  };
+  skip();
+  if (p == end || *p++ != '[') return std::nullopt;
+  std::vector<int64_t> out;
+  skip();
+  if (p < end && *p == ']') {
+    ++p;
+  } else {
+    for (;;) {
+      const char* digits = p < end && *p == '-' ? p + 1 : p;
+      if (digits + 1 < end && *digits == '0' && digits[1] >= '0' && digits[1] <= '9') return std::nullopt;
+      int64_t v = 0;
+      auto [q, ec] = std::from_chars(p, end, v);
+      if (ec != std::errc() || q == p || (q < end && (*q == '.' || *q == 'e' || *q == 'E'))) return std::nullopt;
+      out.push_back(v);
+      p = q;
+      skip();
+      if (p == end) return std::nullopt;
+      if (*p == ']') {
+        ++p;
+        break;
+      }
+      if (*p++ != ',') return std::nullopt;
+      skip();
+    }
+  }
+  skip();
+  if (p != end) return std::nullopt;
+  return out;
+}
+}  // namespace
+
 std::optional<std::vector<int64_t>> rawToIntArray(std::string_view raw) {
+  if (auto v = plainIntArray(raw)) return v;
   return rawToArray<int64_t>(raw, [](const nlohmann::json& e) { return e.is_number_integer(); });
 }
 

@@ -68,7 +68,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     if (opts_.mode == "off") return false;
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "decompose-collective-matmul");
     Table table(job, {"decompose", "decomposed", "decomposition", "an all-gather or reduce-scatter next to a matmul"});
-    collect(job, table, ctx.explaining(), opts_.phases == "all");
+    collect(job, table, ctx.explaining(), ctx.explaining() || ctx.collectingStatistics(), opts_.phases == "all");
     RingOrder rings(job);
     // Each program's live bytes, profiled at the first site of it the cost model keeps (most jobs'
     // sites are refused before: no profile), and for the statistics.
@@ -81,7 +81,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     auto planned = [&](size_t i) {
       const CollectiveMatmulMatch& m = table.match(i);
       const Op* before = m.form == CollectiveMatmulForm::AllGather ? m.collective : m.matmuls.front().op;
-      return PlannedCollective{before, signatureOf(*m.collective)};
+      return PlannedCollective{before, signatureOf(*m.collective, m.coll)};
     };
     Stats stats;
     int64_t saved_ns = 0;
@@ -158,14 +158,17 @@ class DecomposeCollectiveMatmul final : public Pass {
     return opts_.forms == "both" || (opts_.forms == "all-gather") == (f == CollectiveMatmulForm::AllGather);
   }
 
-  // Each program on a thread of its own (the matcher reads only its program).
-  void collect(Job& job, Table& table, bool explaining, bool backward_too) const {
+  // Each program on a thread of its own (the matcher reads only its program). A backward collective
+  // phases=forward refuses anyway is matched only to be counted and explained (`classify`):
+  // otherwise it is no candidate, which decides nothing differently (no forward site's matmul is
+  // fed by a backward all-gather, and a refused all-gather decomposes none).
+  void collect(Job& job, Table& table, bool explaining, bool classify, bool backward_too) const {
     table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       std::vector<const Op*> gathered_matmuls;
       for (auto& b : p.blocks)
         for (Op& op : b->ops) {
           auto coll = commCollective(op);
-          if (!coll) continue;
+          if (!coll || (!backward_too && !classify && isBackwardOp(op))) continue;
           CollectiveMatmulResult r = matchCollectiveMatmul(op, *coll, job, explaining);
           if (!r.candidate) continue;
           if (r.match && r.match->form == CollectiveMatmulForm::AllGather)

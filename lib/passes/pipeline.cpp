@@ -20,6 +20,16 @@ bool validName(std::string_view s) {
   return true;
 }
 
+// Sets a declared option of `cp` from its text, as written in the pass's braces.
+void giveOption(ConfiguredPass& cp, const OptionSpec& spec, std::string_view value, const std::string& source) {
+  OptionValue parsed;
+  if (!parseOptionValue(spec, value, parsed))
+    throw InputError(source, "", "option " + spec.name + " of pass " + cp.info->name + " takes " + optionExpectText(spec) +
+                                     ", got \"" + std::string(value) + "\"");
+  cp.options.set(spec.name, std::move(parsed));
+  cp.given.emplace_back(spec.name, std::string(value));
+}
+
 class Parser {
  public:
   Parser(std::string_view text, const PassRegistry& reg, const std::string& source)
@@ -118,15 +128,7 @@ class Parser {
       throw InputError(source_, "", "option " + key + " of pass " + info.name + " needs a value (" + key + "=...)");
     for (const auto& [k, v] : cp.given)
       if (k == key) throw InputError(source_, "", "option " + key + " of pass " + info.name + " is given twice");
-    std::string_view value = trim(item.substr(eq + 1));
-    OptionValue parsed;
-    if (!parseOptionValue(*spec, value, parsed)) {
-      std::string expect = optionExpectText(*spec);
-      throw InputError(source_, "", "option " + key + " of pass " + info.name + " takes " + expect + ", got \"" +
-                                        std::string(value) + "\"");
-    }
-    cp.options.set(key, std::move(parsed));
-    cp.given.emplace_back(key, std::string(value));
+    giveOption(cp, *spec, trim(item.substr(eq + 1)), source_);
   }
 };
 
@@ -148,6 +150,18 @@ std::string ConfiguredPass::text() const {
 
 Pipeline parsePipeline(std::string_view text, const PassRegistry& registry, const std::string& source) {
   return Parser(text, registry, source).run();
+}
+
+size_t setPipelineOption(Pipeline& p, const std::string& name, std::string_view value, const std::string& source) {
+  size_t set = 0;
+  for (ConfiguredPass& cp : p) {
+    const OptionSpec* spec = cp.info->option(name);
+    if (!spec) continue;
+    bool given = false;
+    for (const auto& [k, v] : cp.given) given |= k == name;
+    if (!given) giveOption(cp, *spec, value, source), ++set;
+  }
+  return set;
 }
 
 std::string pipelineText(const Pipeline& p) {

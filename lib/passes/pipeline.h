@@ -13,10 +13,14 @@
 namespace spopt {
 
 // The seed's whole chain, in order: (1) fuse all-reduce + split into reduce-scatter, (2) trade
-// communication for memory (re-gather column inputs in backward), (3) overlap backward
-// communication with computation. Also the alias `sequence-parallel`, and the default pipeline.
+// communication for memory (re-gather column inputs in backward), (3) overlap communication with
+// computation: the forward's, which nothing else is independent of, by cutting an all-gather or
+// reduce-scatter next to a matmul into a ring of chunks where the cost model says it pays
+// (decompose-collective-matmul, as XLA's windowed einsum and PyTorch's async TP), then the
+// backward's by scheduling (overlap-collectives). Also the alias `sequence-parallel`, and the
+// default pipeline.
 inline constexpr std::string_view kSequenceParallelPipeline =
-    "fuse-allreduce-split,regather-activations,overlap-collectives";
+    "fuse-allreduce-split,regather-activations,decompose-collective-matmul,overlap-collectives";
 inline constexpr std::string_view kDefaultPipeline = kSequenceParallelPipeline;
 
 // A name that stands for a whole pipeline, usable wherever a pass name is (without options):
@@ -45,5 +49,9 @@ using Pipeline = std::vector<ConfiguredPass>;
 Pipeline parsePipeline(std::string_view text, const PassRegistry& registry,
                        const std::string& source = "--passes");
 std::string pipelineText(const Pipeline& p);
+// Gives every pass of `p` that declares option `name`, and was not given it in its braces, `value`
+// as if written there (rewrite's --preset and --link: the whole chain scheduled for one machine).
+// Returns how many passes it set; a bad value throws InputError(source, "", ...).
+size_t setPipelineOption(Pipeline& p, const std::string& name, std::string_view value, const std::string& source);
 
 }  // namespace spopt

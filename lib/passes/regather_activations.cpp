@@ -70,7 +70,7 @@ class RegatherActivations final : public Pass {
         }
     });
     RingOrder rings(job);
-    auto planned = [&](size_t i) { return PlannedCollective{table.match(i).insert_before, signatureOf(*table.state(i).op)}; };
+    auto planned = [&](size_t i) { return PlannedCollective{table.match(i).insert_before, signatureOf(*table.state(i).op, table.state(i).coll)}; };
     DecideOptions decide;
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
       if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;

@@ -5,8 +5,13 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
 #include "ir/arena.h"
 #include "ir/json_object.h"
+#include "ir/json_text.h"
 #include "ops/op_def.h"
 
 using namespace spopt;
@@ -59,4 +64,26 @@ TEST_CASE("resolveOp answers by text, whatever the address held before", "[ir][c
   CHECK(b.def == &opDef("gelu"));
   buf.replace(0, buf.size(), "nope");
   CHECK_FALSE(resolveOp(std::string_view(buf.data(), 4)));
+}
+
+TEST_CASE("an int array reads the same on the plain-spelling path as through the full JSON parser", "[ir][json]") {
+  // rawToIntArray reads the common spelling itself and hands anything else to nlohmann::json: both
+  // paths must agree on every input, the odd ones included.
+  auto reference = [](std::string_view raw) -> std::optional<std::vector<int64_t>> {
+    auto j = nlohmann::json::parse(raw, nullptr, false);
+    if (!j.is_array()) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const auto& e : j) {
+      if (!e.is_number_integer()) return std::nullopt;
+      out.push_back(e.get<int64_t>());
+    }
+    return out;
+  };
+  for (std::string_view raw :
+       {"[]", "[ ]", "[1]", "[1,2,3]", " [ -1 , 0 ,\n 7 ]\t", "[-0]", "[01]", "[-01]", "[0]", "[1.0]", "[1e3]", "[1,]",
+        "[,1]", "[1 2]", "[-]", "[", "]", "", "[1]x", "[\"1\"]", "[true]", "[[1]]", "[9223372036854775807]",
+        "[-9223372036854775808]", "[1,-2,+3]", "[ 4096 , 12288 ]", "[0E0]", "[5] [6]", "1", "{}"}) {
+    INFO(raw);
+    CHECK(rawToIntArray(raw) == reference(raw));
+  }
 }

@@ -216,3 +216,26 @@ TEST_CASE("machine options: preset (host included) and link, checked when parsed
   CHECK(err("overlap-collectives{link=1,-5}").find("got \"1,-5\"") != std::string::npos);
   CHECK(err("overlap-collectives{preset=tpu}").find("takes one of h100-nvlink, h200-nvlink, a100-nvlink, host") != std::string::npos);
 }
+
+TEST_CASE("a pipeline-wide option reaches every pass that declares it, unless its braces gave it", "[passes][pipeline]") {
+  const auto& reg = PassRegistry::builtin();
+  auto p = parsePipeline("fuse-allreduce-split,decompose-collective-matmul,overlap-collectives{preset=a100-nvlink}", reg);
+  CHECK(setPipelineOption(p, "preset", "h200-nvlink", "--preset") == 1);
+  CHECK(setPipelineOption(p, "link", "0.1,100", "--link") == 2);
+  CHECK(pipelineText(p) ==
+        "fuse-allreduce-split,decompose-collective-matmul{preset=h200-nvlink,link=0.1,100},"
+        "overlap-collectives{preset=a100-nvlink,link=0.1,100}");
+  CHECK(p[1].options.getString("preset") == "h200-nvlink");
+  CHECK(p[2].options.getString("preset") == "a100-nvlink");
+  // Given once, an option stays: a second pipeline-wide value leaves it.
+  CHECK(setPipelineOption(p, "preset", "a100-nvlink", "--preset") == 0);
+  CHECK(p[1].options.getString("preset") == "h200-nvlink");
+  std::string err;
+  try {
+    auto fresh = parsePipeline("decompose-collective-matmul", reg);
+    setPipelineOption(fresh, "preset", "tpu", "--preset");
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  CHECK(err.rfind("--preset: option preset of pass decompose-collective-matmul takes one of ", 0) == 0);
+}
