@@ -2,7 +2,7 @@
 # The "must show" figures of decompose-collective-matmul (issue 25):
 #  1. analyze (PRESET, default h100-nvlink), gen gpt --dtype bfloat16 --seq 2048 --batch 1 --tp 8
 #     --sequence-parallel, GPT-3 (h 12288, 96 heads) and h 4096 (32 heads), 2 and 8 layers:
-#     before = the default chain, after = fuse-allreduce-split,regather-activations,
+#     before = the chain without the pass (fuse, regather, overlap), after = fuse-allreduce-split,regather-activations,
 #     decompose-collective-matmul,overlap-collectives: forward exposed comm (and its share of the
 #     forward's comm before), total exposed comm as a share of the step, step time, peak memory;
 #  2. a site the pass declines (h 1024, s 512, t 2) with its --explain lines (rank 0);
