@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/p2p.h"
 #include "analysis/simulate.h"
 #include "views/analyze_views.h"
 #include "ir/json_pointer.h"
@@ -166,9 +167,10 @@ std::string renderAnalyzeTrace(const JobReport& r) {
         double ts = micros(iv.start), dur = micros(iv.end - iv.start);
         Json e{{"name", std::string(iv.op->type)}, {"cat", phaseName(phaseOf(*iv.op))}, {"ph", "X"}, {"ts", ts},
                {"dur", dur}, {"pid", t.rank}, {"tid", s}, {"args", {{"op", opPointerAt(*iv.op, iv.position)}}}};
-        // A communicating collective names its ring, as replay's trace does (compare-traces.py
-        // pairs a ring's k-th collective across ranks by it).
+        // A communicating collective or a send / receive names its ring, as replay's trace does
+        // (compare-traces.py pairs a ring's k-th op across ranks by it, and counts it as the link's).
         if (auto c = asCollective(*iv.op); c && communicates(*c)) e["args"]["ring"] = c->ring_id;
+        else if (auto p = asPointToPoint(*iv.op); p && p->ring_id >= 0) e["args"]["ring"] = p->ring_id;
         events.push_back(e);
       }
     }

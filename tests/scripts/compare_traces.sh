@@ -4,7 +4,9 @@
 #  - a replay under an emulated link whose latency dwarfs everything else (--link 1000,30000: every
 #    collective takes at least 30 ms after its last member arrived) puts that much per collective
 #    in the link column, not more than a wake-up's slack: a rank that reached it first waited for
-#    its peer, and that wait is its own column.
+#    its peer, and that wait is its own column;
+#  - sends and receives carry their ring in analyze's trace as in replay's (both count them as the
+#    link's).
 # Usage: compare_traces.sh SP_OPT SOURCE_DIR
 set -uo pipefail
 sp_opt=$1
@@ -36,5 +38,21 @@ n, (step, compute, link, wait, idle) = int(sys.argv[1]), map(float, sys.argv[2:7
 assert link >= 30.0 * n, f"link {link} ms < {n} x 30 ms"
 assert link < 30.0 * n + 25, f"link {link} ms holds more than the emulated link's {n} x 30 ms"
 assert step >= link, f"step {step} < link {link}"
+PY
+# Sends and receives are the link's in both traces: analyze's names their ring as replay's does,
+# so the two take a decomposed job's step apart alike (gen gpt, the forward cut by
+# decompose-collective-matmul{mode=always}).
+"$sp_opt" gen gpt --tp 2 --layers 1 --hidden 32 --heads 4 --seq 16 --batch 2 --sequence-parallel -o "$work/g.json" > /dev/null ||
+  fail "gen failed"
+"$sp_opt" rewrite "$work/g.json" "$work/d.json" \
+  --passes="fuse-allreduce-split,decompose-collective-matmul{mode=always}" || fail "decompose failed"
+"$sp_opt" analyze "$work/d.json" --trace "$work/da.json" -o /dev/null || fail "analyze --trace of the decomposed job failed"
+"$sp_opt" replay "$work/d.json" --trace "$work/dr.json" > /dev/null 2>&1 || fail "replay --trace of the decomposed job failed"
+python3 - "$work/da.json" "$work/dr.json" <<'PY' || fail "a send or receive without its ring in a trace"
+import json, sys
+for path in sys.argv[1:]:
+    p2p = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X" and e["name"] in ("send_v2", "recv_v2")]
+    assert p2p, f"{path}: no send or receive"
+    assert all("ring" in e["args"] for e in p2p), f"{path}: {[e['args'] for e in p2p if 'ring' not in e['args']][:2]}"
 PY
 echo "PASS compare_traces"
