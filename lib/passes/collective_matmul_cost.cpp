@@ -154,7 +154,7 @@ CollectiveMatmulSite collectiveMatmulSite(const CollectiveMatmulMatch& m, const 
   site.shard_bytes = bytesOf(m.shard);
   for (const SiteMatmul& mm : m.matmuls) {
     OpView v(*mm.op);
-    const Var* x = v.in(mm.grad ? "Out@GRAD" : "X");
+    const Var* x = v.in(mm.rowSlot());
     const Var* w = v.in("Y");
     CollectiveMatmulSite::Gemm g;
     g.k = double(x->shape.back());
@@ -164,11 +164,11 @@ CollectiveMatmulSite collectiveMatmulSite(const CollectiveMatmulMatch& m, const 
     g.elem_bytes = model.widen_16bit && (x->dtype == DType::Float16 || x->dtype == DType::BFloat16) ? 4 : double(dtypeSize(x->dtype));
     site.gemms.push_back(g);
     site.whole_gemm_s += gemmSeconds(g, model, 1);
-    if (m.form == CollectiveMatmulForm::AllGather) site.extras_s += copySeconds(bytesOf(v.out(mm.grad ? "X@GRAD" : "Out")), model);
+    // All-gather form: each product's row blocks are joined; reduce-scatter form: the one matmul's
+    // row operand is split into the chunks' rows.
+    site.extras_s += copySeconds(bytesOf(m.form == CollectiveMatmulForm::AllGather ? v.out(mm.productSlot()) : x), model);
   }
   if (m.form == CollectiveMatmulForm::AllGather && m.whole_read_elsewhere) site.extras_s += copySeconds(bytesOf(m.whole), model);
-  if (m.form == CollectiveMatmulForm::ReduceScatter)
-    site.extras_s += copySeconds(bytesOf(OpView(*m.matmuls.front().op).in(m.matmuls.front().grad ? "Out@GRAD" : "X")), model);
   site.whole_s = site.whole_gemm_s + opCostSeconds(*m.collective, model);
   return site;
 }

@@ -117,7 +117,8 @@ CollectiveMatmulResult matchReduceScatter(Op& rs, const Collective& coll, int64_
   auto name = [&](const Var* v) { return explaining ? std::string(v->name) : std::string(); };
   if (grad)
     if (std::string why = matmulGradSplitRefusal(*w); !why.empty()) return refuse("unsplittable-grad", why);
-  if (auto r = rowAxisRefusal(mm, grad ? "Out@GRAD" : "X", "Y")) return refuse(r->code, r->reason);
+  const SiteMatmul site{w, grad};
+  if (auto r = rowAxisRefusal(mm, site.rowSlot(), "Y")) return refuse(r->code, r->reason);
   if (p->readers.size() != 1 || p->persistable || rs.block->program->fetches(p->name))
     return refuse("partial-read-elsewhere", name(p) + " is read by another op: the whole product must exist");
   if (w->block != rs.block) return refuse("reader-outside", "the matmul is in another block");
@@ -129,7 +130,7 @@ CollectiveMatmulResult matchReduceScatter(Op& rs, const Collective& coll, int64_
   m.ranks = t;
   m.shard = o;
   m.whole = p;
-  m.matmuls.push_back({w, grad});
+  m.matmuls.push_back(site);
   CollectiveMatmulResult r;
   r.candidate = true;
   r.match = std::move(m);

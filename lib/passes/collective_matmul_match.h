@@ -36,6 +36,9 @@ enum class CollectiveMatmulForm { AllGather, ReduceScatter };
 struct SiteMatmul {
   Op* op = nullptr;
   bool grad = false;  // op is a matmul_v2_grad: its dX GEMM (Out@GRAD times Y^T)
+  // The slots of the GEMM the site cuts by rows: its row operand and its product.
+  const char* rowSlot() const { return grad ? "Out@GRAD" : "X"; }
+  const char* productSlot() const { return grad ? "X@GRAD" : "Out"; }
 };
 
 struct CollectiveMatmulMatch {
