@@ -8,6 +8,7 @@
 // as its BLAS threads.
 // Collectives hold none (they wait on other ranks; holding a core across a wait could deadlock).
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace spopt::rt {
@@ -24,6 +25,23 @@ struct CpuBudget {
 CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host);
 const CpuBudget& cpuBudget();
 
+
+// What the scheduler granted a communication thread (favourCommunicationThread).
+struct CommThreadFavour {
+  bool higher_priority = false;  // nice lowered by kCommNiceBoost: needs CAP_SYS_NICE or RLIMIT_NICE
+  bool short_slice = false;      // a time slice of kCommSliceNs: Linux 6.12 and later, no privilege
+};
+inline constexpr int kCommNiceBoost = 10;
+inline constexpr uint64_t kCommSliceNs = 100'000;
+
+// For a replay thread that runs only communication (collectives, sends, receives): such a thread
+// stands for what a GPU runs beside its compute (NCCL's kernels, a copy engine), so when its link
+// time ends it must get a core at once, not after a compute thread's time slice, or the overlap
+// the schedule planned is lost to the OS scheduler. Asks for a higher priority (refused without
+// the privilege, harmlessly) and a short slice, which makes the kernel's scheduler (EEVDF) let the
+// thread preempt a running compute thread when it wakes. The thread spends most of its time
+// asleep in the emulated link, so what it takes from the compute threads is what it works.
+CommThreadFavour favourCommunicationThread();
 
 // Holds `n` tokens of the gate for its lifetime (n is clamped to the gate's size).
 class CoreLease {

@@ -15,6 +15,7 @@
 
 #include "analysis/liveness.h"
 #include "ir/ir.h"
+#include "runtime/cpu_budget.h"
 #include "runtime/communicator.h"
 #include "runtime/tensor.h"
 
@@ -48,6 +49,9 @@ struct RankRun {
   double seconds = 0;
   size_t peak_bytes = 0;  // most bytes held by live var buffers at once
   std::vector<TraceEvent> events;
+  // The streams whose thread runs only communication, and what the scheduler granted each
+  // (cpu_budget.h favourCommunicationThread); empty for a one-stream replay.
+  std::vector<std::pair<std::string, CommThreadFavour>> favoured;
 };
 
 // Buffer liveness of the entry block, from the shared analysis (analysis/liveness.h): which vars

@@ -108,9 +108,15 @@ class RankExecutor {
       runOps(0);
     } else {
       std::vector<std::thread> threads;
-      for (uint32_t s = 1; s < streams_.size(); ++s) threads.emplace_back([this, s] { runStream(s); });
+      run.favoured.resize(streams_.size());
+      for (uint32_t s = 1; s < streams_.size(); ++s)
+        threads.emplace_back([this, s, &run] {
+          if (communicationOnly(s)) run.favoured[s] = {plan_.names[s], favourCommunicationThread()};
+          runStream(s);
+        });
       runStream(0);
       for (auto& t : threads) t.join();
+      std::erase_if(run.favoured, [](const auto& f) { return f.first.empty(); });
       if (error_) std::rethrow_exception(error_);
     }
     comm_.finish();
@@ -159,6 +165,13 @@ class RankExecutor {
   bool error_is_abort_ = false;
   std::vector<std::vector<TraceEvent>> events_;  // by stream
   Clock::time_point t0_;
+
+  // A stream of collectives, sends and receives holds no core (as the kernels' leases do): its
+  // thread waits on the other ranks and the emulated link.
+  bool communicationOnly(uint32_t s) const {
+    return std::all_of(plan_.ops_of[s].begin(), plan_.ops_of[s].end(),
+                       [&](size_t i) { return asCollective(*plan_.ops[i]) || asPointToPoint(*plan_.ops[i]); });
+  }
 
   void runStream(uint32_t s) {
     try {

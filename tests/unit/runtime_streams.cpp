@@ -1,6 +1,12 @@
 // The stream plan (which op waits for which on another stream) and the streamed executor.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <thread>
+
 #include "io/loader.h"
 #include "runtime/executor.h"
 #include "runtime/local_backend.h"
@@ -125,4 +131,32 @@ TEST_CASE("a buffer read on two streams is released after both readers, and the 
   for (const auto& e : trace["traceEvents"])
     if (e["ph"] == "X") tids.insert(e["tid"].get<int64_t>());
   CHECK(tids == std::set<int64_t>{0, 1000});
+}
+
+TEST_CASE("a stream of collectives only gets a favoured thread; a stream with kernels does not", "[runtime][streams]") {
+  // 0 a->b (default), 1 all-reduce b->c (comm), 2 b->d (side: a kernel), 3 c+d->h (default)
+  std::string ops = scale("a", "b") + R"(,{"type":"c_allreduce_sum","inputs":{"X":["b"]},"outputs":{"Out":["c"]},)" +
+                    R"("attrs":{"ring_id":0,"use_calc_stream":true},"dist_attr":{"execution_stream":"comm"}},)" +
+                    scale("b", "d", "side") + "," + add("c", "d", "h");
+  std::string text = oneRank(ops);
+  const std::string no_groups = R"("process_groups":[])";
+  text.replace(text.find(no_groups), no_groups.size(), R"("process_groups":[{"ring_id":0,"ranks":[0]}])");
+  auto job = loadJobFromText(text, "t.json");
+  RankRun streamed = runWithStreams(*job, false);
+  REQUIRE(streamed.favoured.size() == 1);
+  CHECK(streamed.favoured[0].first == "comm");
+  CHECK(runWithStreams(*job, true).favoured.empty());
+}
+
+TEST_CASE("favourCommunicationThread reports only what the scheduler granted", "[runtime][streams]") {
+  CommThreadFavour got;
+  int nice_before = 0, nice_after = 0;
+  std::thread([&] {
+    nice_before = getpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)));
+    got = favourCommunicationThread();
+    nice_after = getpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)));
+  }).join();
+  CHECK(nice_after == (got.higher_priority ? nice_before - kCommNiceBoost : nice_before));
+  if (!got.higher_priority) WARN("no privilege to raise a thread's priority here: the communication threads keep theirs");
+  if (!got.short_slice) WARN("this kernel keeps no per-thread time slice (Linux 6.12+)");
 }
