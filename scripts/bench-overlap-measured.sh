@@ -22,8 +22,10 @@
 #   predicted = analyze --preset host --link LINK, the simulated step
 # The ratio measured / predicted gain (1 = the model's gain was measured; the target is 0.7-1.3)
 # means little where the predicted gain is near 0 (a ratio of two noises): such rows are marked.
-# Beside it, the whole chain's bound: a ring runs one collective at a time, so the chain's step is
-# at least its predicted link time, and it can gain at most 1 - that / the fuse step's prediction
+# Beside it, the whole chain's bound: the chain's step is at least the time its link is predicted
+# busy (compare-traces.py's link: a ring runs one collective at a time, and a ring exchange's send
+# and receive use the link's two directions at once), so it can gain at most 1 - that / the fuse
+# step's prediction
 # (where regather's added all-gathers fill the link, under 10%: the 10% target is out of reach by
 # the model's own times, and the summary line counts those rows apart).
 # The third table takes each job's step apart (scripts/compare-traces.py --summary, rank 0, the
@@ -179,8 +181,8 @@ print("| job | link | overlap pass alone (fuse+regather -> bwd) measured | predi
       "fuse+regather) measured | predicted | whole chain (fuse -> chain) measured | predicted | ratio "
       "| whole chain's bound (its link time) | backward only (fuse -> bwd) measured | predicted | ratio |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-# A ring runs one collective at a time, so a step is at least its ring's link time (these jobs have
-# one ring): the chain can gain at most 1 - its predicted link time / the fuse step's prediction.
+# A step is at least the time its link is busy (these jobs have one ring, and its exchanges' sends
+# and receives go both ways at once): the chain can gain at most 1 - that / the fuse step's prediction.
 # Where that is under 10%, the 10% target cannot be met by the model's own times.
 link_pred = {}
 for line in open(parts):

@@ -17,8 +17,8 @@ collective's members leave when the last one is done; the emulated link wakes th
 With several replay traces, each op's measured time is its least disturbed one, the minimum over
 the runs (on a shared machine a run's op waits for a core now and then), and the step line gives
 the run of the shortest step. The per-type table's ratio is measured / predicted; the summary
-splits the step into compute (busy time of compute ops, all streams), link (collectives after
-their last member arrived), peer waits (collectives before it), and the compute stream's idle
+splits the step into compute (busy time of compute ops, all streams), link (the time the rank's
+link is busy: collectives after their last member arrived, concurrent ones once), peer waits (collectives before it), and the compute stream's idle
 time (span minus its busy time: waits on other streams, and the executor's own time between
 ops: allocating and zeroing outputs, generating program inputs, which no op's time holds).
 """
@@ -26,6 +26,15 @@ import argparse
 import json
 import statistics
 from collections import defaultdict
+
+
+def union_length(intervals):
+    """The time covered by (start, end) intervals, overlaps counted once."""
+    total, end = 0.0, float("-inf")
+    for s, t in sorted(intervals):
+        total += max(0.0, t - max(s, end))
+        end = max(end, t)
+    return total
 
 
 class Trace:
@@ -102,19 +111,17 @@ class Trace:
         """The rank's step taken apart (microseconds)."""
         mine = [e for (r, _), e in self.ops.items() if r == rank]
         span = max(e["ts"] + e["dur"] for e in mine) - min(0.0, min(e["ts"] for e in mine))
-        compute = link = wait = 0.0
+        compute = wait = 0.0
         for _, is_coll, busy, peer_wait in self.parts(rank).values():
             if is_coll:
-                link += busy
                 wait += peer_wait
             else:
                 compute += busy
-        stream0 = sorted((e for e in mine if e["tid"] == self.default_tid[rank]), key=lambda e: e["ts"])
-        busy0, end = 0.0, float("-inf")
-        for e in stream0:  # the union of the stream's intervals
-            s, t = max(e["ts"], end), e["ts"] + e["dur"]
-            busy0 += max(0.0, t - s)
-            end = max(end, t)
+        # The link is busy while any collective runs after its last member arrived: a send and the
+        # receive beside it (one step of a ring exchange, the link's two directions) count once.
+        link = union_length((max(e["ts"], self.arrival.get((r, index), e["ts"])), e["ts"] + e["dur"])
+                            for (r, index), e in self.ops.items() if r == rank and "ring" in e["args"])
+        busy0 = union_length((e["ts"], e["ts"] + e["dur"]) for e in mine if e["tid"] == self.default_tid[rank])
         return {"span": span, "compute": compute, "link": link, "peer_wait": wait, "stream0_idle": span - busy0}
 
 

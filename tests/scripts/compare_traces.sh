@@ -55,4 +55,11 @@ for path in sys.argv[1:]:
     assert p2p, f"{path}: no send or receive"
     assert all("ring" in e["args"] for e in p2p), f"{path}: {[e['args'] for e in p2p if 'ring' not in e['args']][:2]}"
 PY
+# The link's time is the time it is busy: a ring exchange's send and receive run at once (the
+# link's two directions) and count once, so a link-bound step is not shorter than its link.
+"$sp_opt" analyze "$work/d.json" --link 0.01,10 --trace "$work/dl.json" -o /dev/null || fail "analyze --link of the decomposed job failed"
+line=$(python3 "$tool" "$work/dl.json" "$work/dl.json" --summary) || fail "summary of the decomposed job failed"
+read -r -a f <<< "$line"
+python3 -c "import sys; step, link = map(float, sys.argv[1:3]); assert 0 < link <= step, (step, link)" "${f[0]}" "${f[2]}" ||
+  fail "the decomposed job's link time exceeds its step: $line"
 echo "PASS compare_traces"
