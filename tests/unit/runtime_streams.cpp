@@ -133,7 +133,7 @@ TEST_CASE("a buffer read on two streams is released after both readers, and the 
   CHECK(tids == std::set<int64_t>{0, 1000});
 }
 
-TEST_CASE("a stream of collectives only gets a favoured thread; a stream with kernels does not", "[runtime][streams]") {
+TEST_CASE("a stream of collectives only gets a favoured thread, a stream with kernels does not", "[runtime][streams]") {
   // 0 a->b (default), 1 all-reduce b->c (comm), 2 b->d (side: a kernel), 3 c+d->h (default)
   std::string ops = scale("a", "b") + R"(,{"type":"c_allreduce_sum","inputs":{"X":["b"]},"outputs":{"Out":["c"]},)" +
                     R"("attrs":{"ring_id":0,"use_calc_stream":true},"dist_attr":{"execution_stream":"comm"}},)" +
