@@ -29,14 +29,22 @@ double seconds(std::chrono::steady_clock::time_point t0) {
 // sees the share of the cores it gets on average, as a 20 ms round does.
 constexpr double kRoundSeconds = 0.02;
 
-// Runs `work` on `ranks` threads at once, as replay's local backend runs ranks; each returns the
-// rate of its timed part (set-up excluded), and the slowest counts.
+// Runs `work` on `ranks` threads at once, as replay's local backend runs ranks (each pinned to
+// its cores as replay pins them); each returns the rate of its timed part (set-up excluded), and
+// the slowest counts.
 template <typename Work>
 double concurrently(int ranks, Work work) {
   std::vector<double> rate(size_t(ranks), 0);
+  if (ranks == 1) {
+    rate[0] = work();
+    return rate[0];
+  }
   std::vector<std::thread> threads;
-  for (int r = 1; r < ranks; ++r) threads.emplace_back([&, r] { rate[size_t(r)] = work(); });
-  rate[0] = work();
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      pinRankThread(r);
+      rate[size_t(r)] = work();
+    });
   for (auto& t : threads) t.join();
   return *std::min_element(rate.begin(), rate.end());
 }

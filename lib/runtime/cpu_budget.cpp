@@ -35,6 +35,18 @@ CpuBudget& budget() {
   return b;
 }
 
+// The process's affinity mask when the budget was configured (before any rank thread pinned
+// itself); `known` false until then.
+struct ProcessMask {
+  cpu_set_t set;
+  bool known = false;
+};
+
+ProcessMask& processMask() {
+  static ProcessMask m;
+  return m;
+}
+
 int usableCores() {
   if (const char* env = std::getenv("SPOPT_CORES"))
     if (int n = std::atoi(env); n > 0) return n;
@@ -95,6 +107,9 @@ CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host) {
   const int share = std::max(1, b.cores * ranks_in_process / ranks_on_host);
   b.blas_threads = std::max(1, share / ranks_in_process);
   b.tokens = share;
+  b.ranks = ranks_in_process;
+  ProcessMask& mask = processMask();
+  mask.known = sched_getaffinity(0, sizeof mask.set, &mask.set) == 0;
   // OpenBLAS runs single-threaded: the kernels split a GEMM over blas_threads themselves
   // (runtime/kernels/parallel.h), handing out blocks to whichever thread is running.
   blasSetThreads(1);
@@ -107,6 +122,27 @@ CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host) {
 }
 
 const CpuBudget& cpuBudget() { return budget(); }
+
+bool pinRankThread(int index) {
+  const CpuBudget& b = budget();
+  const ProcessMask& mask = processMask();
+  if (!b.tokens || b.ranks < 2 || !mask.known || index < 0 || index >= b.ranks) return false;
+  if (b.ranks * b.blas_threads > std::min(b.cores, CPU_COUNT(&mask.set))) return false;  // ranks share cores
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  const int first = index * b.blas_threads;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mask.set)) continue;
+    if (seen >= first && seen < first + b.blas_threads) CPU_SET(cpu, &mine);
+    ++seen;
+  }
+  return sched_setaffinity(0, sizeof mine, &mine) == 0;
+}
+
+void unpinThread() {
+  const ProcessMask& mask = processMask();
+  if (mask.known) sched_setaffinity(0, sizeof mask.set, &mask.set);
+}
 
 
 CoreLease::CoreLease(int n) : n_(budget().tokens ? std::clamp(n, 1, budget().tokens) : 0) {

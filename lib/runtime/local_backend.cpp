@@ -12,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "runtime/cpu_budget.h"
 #include "support/error.h"
 
 namespace spopt::rt {
@@ -377,6 +378,7 @@ class LocalBackend final : public Backend {
     std::exception_ptr first_error, first_abort;
     auto body = [&](size_t i) {
       RankFactory comms(shared, ranks[i], opts_);
+      if (ranks.size() > 1) pinRankThread(int(i));
       try {
         results[i] = task(ranks[i], comms);
       } catch (const RankAborted&) {

@@ -111,7 +111,12 @@ class RankExecutor {
       run.favoured.resize(streams_.size());
       for (uint32_t s = 1; s < streams_.size(); ++s)
         threads.emplace_back([this, s, &run] {
-          if (communicationOnly(s)) run.favoured[s] = {plan_.names[s], favourCommunicationThread()};
+          // A side stream of kernels is the rank's compute and keeps its cores; communication
+          // stands for another engine and may run on any.
+          if (communicationOnly(s)) {
+            unpinThread();
+            run.favoured[s] = {plan_.names[s], favourCommunicationThread()};
+          }
           runStream(s);
         });
       runStream(0);

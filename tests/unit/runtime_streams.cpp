@@ -1,6 +1,7 @@
 // The stream plan (which op waits for which on another stream) and the streamed executor.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -159,4 +160,49 @@ TEST_CASE("favourCommunicationThread reports only what the scheduler granted", "
   CHECK(nice_after == (got.higher_priority ? nice_before - kCommNiceBoost : nice_before));
   if (!got.higher_priority) WARN("no privilege to raise a thread's priority here: the communication threads keep theirs");
   if (!got.short_slice) WARN("this kernel keeps no per-thread time slice (Linux 6.12+)");
+}
+
+namespace {
+std::vector<int> threadCpus() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+}  // namespace
+
+TEST_CASE("rank threads of one process are pinned to cores of their own, other threads unpinned", "[runtime][streams]") {
+  const std::vector<int> all = threadCpus();
+  configureCpuBudget(2, 2);
+  const int cores = std::min(cpuBudget().cores, int(all.size()));
+  if (2 * cpuBudget().blas_threads > cores) {  // SPOPT_CORES beyond the mask, or one core
+    CHECK_FALSE(pinRankThread(0));
+    WARN("the ranks' threads need more cores than the process's mask has: nothing to pin");
+    configureCpuBudget(1, 1);
+    return;
+  }
+  std::vector<int> rank0, rank1, unpinned;
+  bool pinned0 = false, pinned1 = false;
+  std::thread([&] {
+    pinned0 = pinRankThread(0);
+    rank0 = threadCpus();
+    unpinThread();
+    unpinned = threadCpus();
+  }).join();
+  std::thread([&] {
+    pinned1 = pinRankThread(1);
+    rank1 = threadCpus();
+  }).join();
+  CHECK(pinned0);
+  CHECK(pinned1);
+  CHECK(rank0.size() == size_t(cpuBudget().blas_threads));
+  CHECK(rank1.size() == size_t(cpuBudget().blas_threads));
+  CHECK(rank0 != rank1);
+  CHECK(unpinned == all);
+  CHECK_FALSE(pinRankThread(2));  // no such rank position
+  configureCpuBudget(1, 1);
+  CHECK_FALSE(pinRankThread(0));  // one rank: the process's cores are its own
+  CHECK(threadCpus() == all);
 }

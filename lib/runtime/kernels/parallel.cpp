@@ -68,6 +68,7 @@ class Pool {
   int started_ = 0;
 
   void loop() {
+    unpinThread();  // started by whichever rank thread first needed it: it serves every rank
     for (;;) {
       std::shared_ptr<Job> job;
       {
