@@ -31,9 +31,9 @@ const CpuBudget& cpuBudget();
 // blas_threads <= the cores of the process's affinity mask): pins the calling rank thread to the
 // `blas_threads` cores of rank position `index`, as each rank of a GPU job has a device of its own.
 // Unpinned, the OS put two rank threads on one core now and then (a collective's wake-up places the
-// woken thread beside its waker): on 2 cores, 2 ranks replayed GEMMs 10-25% slower per FLOP than 1
-// rank in 4 of 10 runs, and in none pinned. Returns whether it pinned (false: one rank, ranks
-// sharing cores, the budget off, or the mask unreadable).
+// woken thread beside its waker): on 2 cores, 2 ranks replayed GEMMs 4-19% slower per FLOP than 1
+// rank in 4 of 10 runs, pinned in 1 of 10 (by 1.5%). Returns whether it pinned (false: one rank,
+// ranks sharing cores, the budget off, or the mask unreadable).
 bool pinRankThread(int index);
 // Gives the calling thread the process's whole affinity mask back: a thread a pinned rank thread
 // started that is not that rank's compute (its communication streams, the kernels' pool helpers).
