@@ -118,12 +118,23 @@ class Simulator {
     return bytes > 0 ? fixed + bytes / model_.bus_bw : 0;
   }
 
+  // An op whose last dependency finished on another stream of its rank was blocked until then:
+  // its stream's thread (replay runs a thread per stream) is woken, which takes the host's wake-up
+  // (zero on the GPU presets, whose streams wait on events).
+  double readyToStart(uint32_t id) const {
+    const Node& n = nodes_[id];
+    if (n.binding == kNone || model_.wake_s == 0) return n.ready;
+    const HbNode& me = graph_.nodes()[id];
+    const HbNode& by = graph_.nodes()[n.binding];
+    return by.rank_index == me.rank_index && by.stream != me.stream ? n.ready + model_.wake_s : n.ready;
+  }
+
   // A collective's members start together, when the last is ready, and take the longest cost.
   void schedule() {
     auto start = [&](const uint32_t* ids, size_t count) {
       double begin = 0, cost = 0;
       for (size_t i = 0; i < count; ++i) {
-        begin = std::max(begin, nodes_[ids[i]].ready);
+        begin = std::max(begin, readyToStart(ids[i]));
         cost = std::max(cost, nodes_[ids[i]].cost);
       }
       if (count > 0 && graph_.nodes()[ids[0]].peer_rank >= 0) cost = groupSeconds(ids, count);

@@ -88,6 +88,33 @@ TEST_CASE("a collective on its own stream overlaps independent compute", "[analy
   CHECK(r1.total.comm_s == Approx(1e-6 + 16384 / 1e9));
 }
 
+TEST_CASE("a wait across streams costs the host's wake-up, a wait on the same stream none", "[analyze]") {
+  // Both ranks: matmul a,b -> c; all-reduce c -> d (reads the matmul's result); matmul d,b -> e
+  // (reads the all-reduce's).
+  auto job = [](bool comm_stream) {
+    std::string text = twoRankJob(comm_stream, false);
+    const std::string mm2 = ",{\"type\":\"matmul_v2\",\"inputs\":{\"X\":[\"d\"],\"Y\":[\"b\"]},\"outputs\":{\"Out\":[\"e\"]},\"attrs\":{\"op_role\":1}}";
+    for (size_t at = text.find("]}]}"); at != std::string::npos; at = text.find("]}]}", at + mm2.size() + 4)) text.insert(at, mm2);
+    // Rank 1 gets rank 0's first matmul too (reading c), so both reach the all-reduce together.
+    const std::string mm1 = "{\"type\":\"matmul_v2\",\"inputs\":{\"X\":[\"a\"],\"Y\":[\"b\"]},\"outputs\":{\"Out\":[\"c\"]},\"attrs\":{\"op_role\":0}},";
+    size_t rank1 = text.find("\"rank\":1");
+    text.insert(text.find("\"ops\":[", rank1) + 7, mm1);
+    const std::string reads_a = "\"inputs\":{\"X\":[\"a\"]},\"outputs\":{\"Out\":[\"d\"]}";
+    for (size_t at = text.find(reads_a); at != std::string::npos; at = text.find(reads_a, at)) text[at + 16] = 'c';
+    return loadJobFromText(text, "t.json");
+  };
+  HardwareModel m = simple();
+  m.wake_s = 1e-3;
+  const double mm = 2.0 * 64 * 64 * 64 / 1e9, ar = 1e-6 + m.wake_s + 16384 / 1e9;
+  // One stream: nothing waits across streams; the all-reduce's own cost holds one wake-up.
+  CHECK(simulateStep(*job(false), m).step_s == Approx(2 * mm + ar));
+  // The all-reduce on its own stream waits for the first matmul, the second matmul for it: each
+  // of the two blocked stream threads is woken.
+  CHECK(simulateStep(*job(true), m).step_s == Approx(2 * mm + ar + 2 * m.wake_s));
+  m.wake_s = 0;  // the GPU presets: streams wait on events
+  CHECK(simulateStep(*job(true), m).step_s == Approx(2 * mm + 1e-6 + 16384 / 1e9));
+}
+
 TEST_CASE("generated gpt: every rank simulates, backward costs about twice forward", "[analyze]") {
   gen::GenOptions o;
   o.model = gen::Model::Gpt;
