@@ -35,10 +35,11 @@
 # backend).
 #
 # A row's schedule and prediction use one calibration (SPOPT_HOST_CALIBRATION, lib/runtime/
-# calibrate.h), made just before its replays: the best of CAL_RUNS `analyze --calibrate
-# --calibrate-ranks 2` rounds, per figure (the highest rates, the shortest wake-up: the least
-# loaded moment, which is what the model predicts for). The load (1-minute average) is printed
-# beside each row: on a busy 2-core machine every figure moves. Not part of ctest.
+# calibrate.h), made just before its replays: per figure the median of CAL_RUNS `analyze
+# --calibrate --calibrate-ranks 2` rounds, as the median of the replays is what it predicts
+# (CAL_PICK=best: the highest rates and shortest wake-up, the least loaded moment). The load
+# (1-minute average) is printed beside each row: on a busy 2-core machine every figure moves.
+# Not part of ctest.
 #
 # Usage: scripts/bench-overlap-measured.sh [SP_OPT] [RUNS] [LINKS] [SIZES]
 #   defaults: build/sp-opt 7 "0.05,100 0.1,100" "s m l"; CAL_RUNS=3; SIZES from the names below.
