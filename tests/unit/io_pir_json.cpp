@@ -53,6 +53,17 @@ TEST_CASE("the real PIR JSON imports, validates and exports back to the same JSO
   CHECK(back == original);
 }
 
+TEST_CASE("an op's attributes keep their list: a stop_gradient in \"A\" of an op without \"OA\" stays there", "[pir]") {
+  // Found by fuzz-pir-json: the writer put stop_gradient, a result attribute by default, in "OA",
+  // which this op does not have, and dropped it.
+  const std::string text = spopt::test::readFileBytes(std::string(SPOPT_SOURCE_DIR) +
+                                                      "/testdata/fuzz-regressions/pir-json-stop-gradient-in-A");
+  auto job = loadJobFromText(test::pirJobText({pir::pirJsonToProgram(text, "f.json")}), "f-job.json");
+  pir::ojson written = pir::ojson::parse(jobToString(*job));
+  std::string back = pir::writePirJson(written["programs"][0], "f-job.json");
+  CHECK(nlohmann::json::parse(back) == nlohmann::json::parse(text));
+}
+
 TEST_CASE("PIR JSON ops map to format v1 slots, attrs and kept types", "[pir]") {
   pir::ojson program = pir::readPirJson(kReal);
   const auto& ops = program["blocks"][0]["ops"];

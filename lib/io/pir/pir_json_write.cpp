@@ -161,7 +161,8 @@ class Writer {
       }
       out["O"] = std::move(outs);
     }
-    ojson result_names = pir.value("result_attrs", ojson::array({"persistable", "stop_gradient"}));
+    // Without "OA" every attribute came from "A", whatever its name (a stop_gradient there stays).
+    ojson result_names = has("OA") ? pir.value("result_attrs", ojson::array({"persistable", "stop_gradient"})) : ojson::array();
     ojson attr_names = ojson::array();
     for (auto it = attrs.begin(); it != attrs.end(); ++it)
       if (std::find(result_names.begin(), result_names.end(), it.key()) == result_names.end())
