@@ -95,16 +95,16 @@ class Trace:
         return offset
 
     def parts(self, rank):
-        """(op index -> (name, is_collective, busy_us, peer_wait_us)) of one rank."""
+        """(op index -> (name, is_collective, busy_us, peer_wait_us, end_us)) of one rank."""
         out = {}
         for (r, index), e in self.ops.items():
             if r != rank:
                 continue
             if "ring" in e["args"]:
                 start = max(e["ts"], self.arrival.get((r, index), e["ts"]))
-                out[index] = (e["name"], True, e["ts"] + e["dur"] - start, start - e["ts"])
+                out[index] = (e["name"], True, e["ts"] + e["dur"] - start, start - e["ts"], e["ts"] + e["dur"])
             else:
-                out[index] = (e["name"], False, e["dur"], 0.0)
+                out[index] = (e["name"], False, e["dur"], 0.0, e["ts"] + e["dur"])
         return out
 
     def summary(self, rank):
@@ -112,15 +112,16 @@ class Trace:
         mine = [e for (r, _), e in self.ops.items() if r == rank]
         span = max(e["ts"] + e["dur"] for e in mine) - min(0.0, min(e["ts"] for e in mine))
         compute = wait = 0.0
-        for _, is_coll, busy, peer_wait in self.parts(rank).values():
+        link_busy = []  # after the last member arrived
+        for _, is_coll, busy, peer_wait, end in self.parts(rank).values():
             if is_coll:
                 wait += peer_wait
+                link_busy.append((end - busy, end))
             else:
                 compute += busy
-        # The link is busy while any collective runs after its last member arrived: a send and the
-        # receive beside it (one step of a ring exchange, the link's two directions) count once.
-        link = union_length((max(e["ts"], self.arrival.get((r, index), e["ts"])), e["ts"] + e["dur"])
-                            for (r, index), e in self.ops.items() if r == rank and "ring" in e["args"])
+        # A send and the receive beside it (one step of a ring exchange, the link's two directions)
+        # run at once: the link's time counts them once.
+        link = union_length(link_busy)
         busy0 = union_length((e["ts"], e["ts"] + e["dur"]) for e in mine if e["tid"] == self.default_tid[rank])
         return {"span": span, "compute": compute, "link": link, "peer_wait": wait, "stream0_idle": span - busy0}
 
@@ -154,13 +155,13 @@ def main():
     measured = defaultdict(lambda: [0.0, 0])  # name -> [least disturbed us summed, runs]
     waits = defaultdict(float)
     run_parts = [t.parts(args.rank) for t in runs]
-    for index, (name, _, _, _) in run_parts[0].items():
+    for index, (name, *_) in run_parts[0].items():
         times = [rp[index] for rp in run_parts if index in rp]
         measured[name][0] += min(t[2] for t in times)
         measured[name][1] += 1
         waits[name] += min(t[3] for t in times)
     simulated = defaultdict(float)
-    for name, _, busy, _ in predicted.parts(args.rank).values():
+    for name, _, busy, *_ in predicted.parts(args.rank).values():
         simulated[name] += busy
     print(f"rank {args.rank}, {len(runs)} run(s): per op type, summed over the step (ms), each op's least disturbed run; "
           "a collective's time counts from its last member's arrival (the wait before is its own column)")
