@@ -47,12 +47,11 @@ ProcessMask& processMask() {
   return m;
 }
 
-int usableCores() {
+int usableCores(const ProcessMask& mask) {
   if (const char* env = std::getenv("SPOPT_CORES"))
     if (int n = std::atoi(env); n > 0) return n;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    if (int n = CPU_COUNT(&set); n > 0) return n;
+  if (mask.known)
+    if (int n = CPU_COUNT(&mask.set); n > 0) return n;
   return std::max(1, int(std::thread::hardware_concurrency()));
 }
 
@@ -99,8 +98,10 @@ CommThreadFavour favourCommunicationThread() {
 }
 
 CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host) {
+  ProcessMask& mask = processMask();
+  mask.known = sched_getaffinity(0, sizeof mask.set, &mask.set) == 0;
   CpuBudget b;
-  b.cores = usableCores();
+  b.cores = usableCores(mask);
   ranks_in_process = std::max(1, ranks_in_process);
   ranks_on_host = std::max(ranks_in_process, ranks_on_host);
   // This process's share of the machine, then of that share per rank it runs.
@@ -108,8 +109,6 @@ CpuBudget configureCpuBudget(int ranks_in_process, int ranks_on_host) {
   b.blas_threads = std::max(1, share / ranks_in_process);
   b.tokens = share;
   b.ranks = ranks_in_process;
-  ProcessMask& mask = processMask();
-  mask.known = sched_getaffinity(0, sizeof mask.set, &mask.set) == 0;
   // OpenBLAS runs single-threaded: the kernels split a GEMM over blas_threads themselves
   // (runtime/kernels/parallel.h), handing out blocks to whichever thread is running.
   blasSetThreads(1);
