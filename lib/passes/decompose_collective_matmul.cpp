@@ -36,6 +36,7 @@
 #include "passes/machine_option.h"
 #include "passes/regather_match.h"
 #include "support/error.h"
+#include "support/parallel.h"
 
 namespace spopt {
 namespace {
@@ -88,14 +89,19 @@ class DecomposeCollectiveMatmul final : public Pass {
     DecideOptions decide;
     // Per candidate, the estimate of the shape its ring takes (the explain note and the rewrite read it).
     std::vector<CollectiveMatmulEstimate> chosen(table.size());
+    const std::vector<Weighed> weighed = weighAll(table, model);
     std::vector<CollectiveMatmulEstimate> estimates;  // [member][shape], one position at a time
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
       if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
       // One shape for the ring's members (their exchanges pair): the shortest on the slowest member.
-      const std::vector<RingShape> shapes = ringCandidates(table.match(pos.members.front()), opts_.chunks, directions(), route());
+      const std::vector<RingShape>& shapes = weighed[pos.members.front()].shapes;
       estimates.clear();
       for (size_t i : pos.members) {
-        const CollectiveMatmulSite site = collectiveMatmulSite(table.match(i), model);
+        if (sameShapes(weighed[i].shapes, shapes)) {
+          estimates.insert(estimates.end(), weighed[i].estimates.begin(), weighed[i].estimates.end());
+          continue;
+        }
+        const CollectiveMatmulSite site = collectiveMatmulSite(table.match(i), model);  // a member whose shard cuts otherwise
         for (const RingShape& shape : shapes) estimates.push_back(estimateCollectiveMatmul(site, model, shape));
       }
       auto estimate = [&](size_t member, size_t shape) -> const CollectiveMatmulEstimate& { return estimates[member * shapes.size() + shape]; };
@@ -148,6 +154,34 @@ class DecomposeCollectiveMatmul final : public Pass {
 
  private:
   Options opts_;
+
+  // A matched candidate's ring shapes and its estimate under each (CollectiveMatmulSite read once).
+  struct Weighed {
+    std::vector<RingShape> shapes;
+    std::vector<CollectiveMatmulEstimate> estimates;  // [shape]
+  };
+  // Every matched candidate weighed before the decision, slices of the table on threads of their
+  // own (a site reads only its program, and the estimates only the site): the decision, which
+  // must go position by position, then only compares figures.
+  std::vector<Weighed> weighAll(const Table& table, const HardwareModel& model) const {
+    std::vector<Weighed> out(table.size());
+    const size_t slices = std::min(table.size(), threadLimit());
+    parallelFor(slices, [&](size_t s) {
+      for (size_t i = table.size() * s / slices; i < table.size() * (s + 1) / slices; ++i) {
+        if (!table.state(i).matched) continue;
+        const CollectiveMatmulMatch& m = table.match(i);
+        out[i].shapes = ringCandidates(m, opts_.chunks, directions(), route());
+        const CollectiveMatmulSite site = collectiveMatmulSite(m, model);
+        for (const RingShape& shape : out[i].shapes) out[i].estimates.push_back(estimateCollectiveMatmul(site, model, shape));
+      }
+    });
+    return out;
+  }
+  static bool sameShapes(const std::vector<RingShape>& a, const std::vector<RingShape>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const RingShape& x, const RingShape& y) {
+      return x.chunks == y.chunks && x.directions == y.directions && x.direct == y.direct;
+    });
+  }
 
   int directions() const { return opts_.directions == "one" ? 1 : opts_.directions == "both" ? 2 : 0; }
   int route() const { return opts_.route == "ring" ? 1 : opts_.route == "direct" ? 2 : 0; }
