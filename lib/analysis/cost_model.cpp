@@ -232,16 +232,20 @@ double opCostSeconds(const Op& op, const HardwareModel& m) {
     ring_s = ringSeconds(op, *c, m);
     if (c->kind != CollectiveKind::KernelAllReduce) return ring_s;
   }
+  return ring_s + kernelSeconds(op, m);
+}
+
+double kernelSeconds(const Op& op, const HardwareModel& m) {
   const OpView v(op);
   double flops = flopsOf(v), bytes = bytesTouchedOf(v, m);
   // A view (reshape) moves nothing but is still an op the executor dispatches.
-  if (flops == 0 && bytes == 0) return ring_s + m.op_overhead_s;
+  if (flops == 0 && bytes == 0) return m.op_overhead_s;
   DType t = DType::Float32;
   if (!op.outputs.empty() && !op.outputs[0].args.empty() && op.outputs[0].args[0].var)
     t = op.outputs[0].args[0].var->dtype;
   else if (!op.inputs.empty() && !op.inputs[0].args.empty() && op.inputs[0].args[0].var)
     t = op.inputs[0].args[0].var->dtype;
-  return ring_s + computeSeconds(m, t, flops, bytes, gemmSizeOf(v));
+  return computeSeconds(m, t, flops, bytes, gemmSizeOf(v));
 }
 
 double computeSeconds(const HardwareModel& m, DType t, double flops, double bytes, double gemm_size) {

@@ -56,7 +56,8 @@ double OpFactsCache::cost(const Op& op) {
   Entry& e = entry(op);
   if (e.cost < 0) {
     if (!model_) throw std::logic_error("OpFactsCache::cost: the cache has no hardware model");
-    e.cost = opCostSeconds(op, *model_);
+    // Most ops compute only: their facts, when read, spare the collective and send lookups.
+    e.cost = e.known && e.facts.kernel_only ? kernelSeconds(op, *model_) : opCostSeconds(op, *model_);
   }
   return e.cost;
 }
@@ -117,6 +118,7 @@ OpFacts OpFactsCache::read(const Op& op, CommFacts* c) {
     }
   }
   if (r && r.def->p2p) c->p2p = asPointToPoint(op);
+  f.kernel_only = !r || (!r.def->collective && !r.def->p2p);
   const OpView view(op, r);
   f.many_inputs = op.inputs.size() > 32;
   for (size_t i = 0; i < op.inputs.size() && i < 32; ++i)

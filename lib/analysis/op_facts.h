@@ -40,6 +40,7 @@ struct OpFacts {
   bool communicates = false;       // a collective that moves data (not c_identity)
   bool kernel_comm = false;        // of those, one that computes and all-reduces inside its kernel
   bool many_inputs = false;        // more input slots than shape_only_inputs has bits: ask the catalogue
+  bool kernel_only = false;        // neither a collective nor a send or receive: its cost is its kernel's
 };
 
 struct CommFacts {
