@@ -189,7 +189,8 @@ int runRewrite(const Options& o) {
 
   if (o.split_input_file) return rewriteCases(o, pipeline);
   auto t0 = std::chrono::steady_clock::now();
-  auto job = loadVerifiedJob(o.in);
+  IssueOrders issue_orders;  // the load's check finds them; each pass's check brings them up to date
+  auto job = loadVerifiedJob(o.in, {.issue_orders = &issue_orders});
   double load_ms = msSince(t0);
   size_t ops_before = countOps(*job);
   // Both outputs are staged before the pipeline runs: an unwritable one fails now, and neither
@@ -198,7 +199,9 @@ int runRewrite(const Options& o) {
   AtomicFile* out = o.dry_run ? nullptr : &outputs.file(o.out);
   AtomicFile* report = o.report.empty() ? nullptr : &outputs.file(o.report);
 
-  PipelineResult res = runPipeline(pipeline, *job, passManagerOptions(o));
+  PassManagerOptions pm = passManagerOptions(o);
+  pm.issue_orders = &issue_orders;
+  PipelineResult res = runPipeline(pipeline, *job, pm);
   if (int code = reportRun(o, o.in, res, load_ms); code != kExitOk) return code;
   if (!o.dry_run) {
     if (o.emit == "text" || (o.emit.empty() && isTextJobPath(o.out)))

@@ -14,6 +14,8 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManagerOptions& opts) {
   PipelineResult result;
   KnownAnalyses known;  // of the job as the next pass gets it
+  IssueOrders own_orders;
+  IssueOrders& issue_orders = opts.issue_orders ? *opts.issue_orders : own_orders;  // as the last check left them
   for (const ConfiguredPass& cp : pipeline) {
     PassRun run;
     run.name = cp.info->name;
@@ -43,6 +45,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
       auto t1 = std::chrono::steady_clock::now();
       VerifyOptions vopts;
       if (cp.info->journaled) vopts.touched = &journal;
+      vopts.issue_orders = &issue_orders;
       auto problems = verifyJob(job, vopts);
       run.verify_ms = msSince(t1);
       if (!problems.empty()) {

@@ -8,6 +8,7 @@
 
 #include "passes/pipeline.h"
 #include "support/error.h"
+#include "verify/verifier.h"
 
 namespace spopt {
 
@@ -34,6 +35,9 @@ struct PassManagerOptions {
   bool verify_each = true;  // off only in unit tests that inspect a broken job
   // Called after each pass (and its verification) with the pass name: --print-after.
   std::function<void(const std::string& pass, const Job&)> after_pass;
+  // The rings' issue orders the job's own check left (VerifyOptions::issue_orders), kept up to
+  // date by the check after each pass; null: the first check after a pass finds them.
+  IssueOrders* issue_orders = nullptr;
 };
 
 PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManagerOptions& opts = {});

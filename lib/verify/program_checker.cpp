@@ -131,25 +131,25 @@ void ProgramChecker::checkOp(const Op& op, bool note_issue) {
     checkCollective(op, *c);  // its rules are here
     if (note_issue && communicates(*c)) issued[c->ring_id].emplace_back(op, *c);
   } else {
-    if (auto pp = asPointToPoint(op))
+    if (auto pp = asPointToPoint(op)) {
+      issues_p2p = true;
       checkP2POp(job_, program_, op, *pp, opPointer(op), [this](std::string pointer, std::string message) {
         report(std::move(pointer), std::move(message));
       });
+    }
     if (opts_.shapes) checkShapes(op);
   }
 }
 
-bool ProgramChecker::noteIssues(const std::set<int64_t>& rings) {
-  bool p2p = false;
+void ProgramChecker::noteIssues(const std::set<int64_t>* rings) {
   for (const auto& b : program_.blocks)
     for (const Op& op : b->ops) {
       ResolvedOp r = resolveOp(op.type);
       if (!r) continue;
-      p2p = p2p || r.def->p2p.has_value();
+      issues_p2p = issues_p2p || r.def->p2p.has_value();
       if (!r.def->collective) continue;
-      if (auto c = asCollective(op); c && communicates(*c) && rings.count(c->ring_id)) issued[c->ring_id].emplace_back(op, *c);
+      if (auto c = asCollective(op); c && communicates(*c) && (!rings || rings->count(c->ring_id))) issued[c->ring_id].emplace_back(op, *c);
     }
-  return p2p;
 }
 
 void ProgramChecker::checkCollective(const Op& op, const Collective& c) {

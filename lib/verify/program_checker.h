@@ -45,8 +45,8 @@ class ProgramChecker {
   // that can have changed for an op whose execution attributes alone a pass set.
   void checkExecution(const Op& op);
   // Notes the issue of every communicating collective of the program on one of `rings` (the rings
-  // a journaled pass changed); returns whether the program has a send or receive.
-  bool noteIssues(const std::set<int64_t>& rings);
+  // a journaled pass changed; null: every ring), and whether it has a send or receive (issues_p2p).
+  void noteIssues(const std::set<int64_t>* rings);
   bool full() const { return problems.size() >= opts_.max_problems; }
   // Its vars' dist_attr parses, for the mesh agreement's reads of the same vars (not while the
   // checker runs on another thread).
@@ -54,6 +54,7 @@ class ProgramChecker {
 
   std::vector<Diagnostic> problems;  // in the order found, at most max_problems
   std::map<int64_t, std::vector<IssuedCollective>> issued;  // ring -> issue order
+  bool issues_p2p = false;  // some op checked or noted is a send or receive
   struct ShardedVar {
     size_t block = 0, index = 0;  // its block's index in the program, its index in the block
     const Var* var = nullptr;

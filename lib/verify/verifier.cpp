@@ -9,8 +9,10 @@
 #include "ir/json_pointer.h"
 #include "ir/json_text.h"
 #include "ops/op_def.h"
+#include "ops/shape_math.h"
 #include "support/parallel.h"
 #include "verify/cross_rank.h"
+#include "verify/issue_orders.h"
 #include "verify/p2p_check.h"
 #include "verify/program_checker.h"
 #include "verify/sharding.h"
@@ -41,6 +43,7 @@ class Verifier {
     for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
     if (opts_.collectives && problems_.empty()) checkP2PPairing(job_, reporter());
+    keepOrders(nullptr);
     return std::move(problems_);
   }
 
@@ -91,13 +94,35 @@ class Verifier {
   }
 
   // The checkers' problems in program order (each in the order its walk found them), and their
-  // collectives' issues as each ring's sequences in job order.
-  void mergeCheckers() {
+  // collectives' issues as each ring's sequences in job order (of `only` those rings, when given).
+  void mergeCheckers(const std::set<int64_t>* only = nullptr) {
     for (size_t i = 0; i < checkers_.size(); ++i) {
       for (Diagnostic& d : checkers_[i].problems)
         if (problems_.size() < opts_.max_problems) problems_.push_back(std::move(d));
-      for (auto& [ring, ops] : checkers_[i].issued) rings_[ring].push_back({job_.programs[i].get(), std::move(ops)});
+      for (const auto& [ring, ops] : checkers_[i].issued)
+        if (!only || only->count(ring)) rings_[ring].push_back({job_.programs[i].get(), &ops});
     }
+  }
+
+  // The kept issue orders, when they describe this job; else null.
+  IssueOrders::State* keptOrders() const {
+    IssueOrders* k = opts_.issue_orders;
+    return k && k->state && k->state->job == &job_ && k->state->rings.size() == job_.programs.size() ? k->state.get() : nullptr;
+  }
+  // After a check: where it passed, the checkers' orders (every ring's: `kept` null) become the
+  // kept ones, or `kept` (updated in place) stays; where it failed, none is kept.
+  void keepOrders(IssueOrders::State* kept) {
+    IssueOrders* k = opts_.issue_orders;
+    if (!k) return;
+    if (!problems_.empty()) return k->state.reset();
+    if (kept) return;
+    auto s = std::make_shared<IssueOrders::State>();
+    s->job = &job_;
+    for (ProgramChecker& c : checkers_) {
+      s->rings.push_back(std::move(c.issued));
+      s->p2p.push_back(c.issues_p2p);
+    }
+    k->state = std::move(s);
   }
 
   // After a journaled pass (VerifyOptions::touched): the rules of the ops and vars it touched, the
@@ -145,11 +170,15 @@ class Verifier {
     struct Bearing {
       std::set<int64_t> rings;
       bool p2p = false;
-      void note(const Op& op) {
+      // The op's ring, when it is a communicating collective.
+      std::optional<int64_t> note(const Op& op) {
         ResolvedOp r = resolveOp(op.type);
         if (r && r.def->p2p) p2p = true;
-        if (r && r.def->collective)
-          if (auto c = asCollective(op); c && communicates(*c)) rings.insert(c->ring_id);
+        if (!r || !r.def->collective) return std::nullopt;
+        auto c = asCollective(op);
+        if (!c || !communicates(*c)) return std::nullopt;
+        rings.insert(c->ring_id);
+        return c->ring_id;
       }
     };
     std::vector<Bearing> bearing(job_.programs.size());
@@ -166,9 +195,13 @@ class Verifier {
     });
     const size_t slices = std::min(j.moved.size(), threadLimit());
     std::vector<Bearing> moved(slices);
+    std::vector<std::vector<std::pair<size_t, int64_t>>> moved_at(slices);  // (program position, ring) of moved collectives
     parallelFor(slices, [&](size_t s) {  // reads only
-      for (size_t k = j.moved.size() * s / slices; k < j.moved.size() * (s + 1) / slices; ++k)
-        if (!j.erased.contains(j.moved[k])) moved[s].note(*j.moved[k]);
+      for (size_t k = j.moved.size() * s / slices; k < j.moved.size() * (s + 1) / slices; ++k) {
+        const Op* op = j.moved[k];
+        if (j.erased.contains(op)) continue;
+        if (std::optional<int64_t> ring = moved[s].note(*op)) moved_at[s].push_back({op->block->program->position, *ring});
+      }
     });
     std::set<int64_t> rings(j.erased_rings.begin(), j.erased_rings.end());
     bool p2p = !j.erased_rings.empty();  // an erased send or receive leaves its partner unpaired
@@ -177,13 +210,35 @@ class Verifier {
         rings.insert(x.rings.begin(), x.rings.end());
         p2p = p2p || x.p2p;
       }
-    std::vector<char> job_p2p(checkers_.size(), 0);
-    if (!rings.empty() || p2p) parallelFor(checkers_.size(), [&](size_t i) { job_p2p[i] = checkers_[i].noteIssues(rings); });
-    mergeCheckers();
+    // The issue orders of those rings: the kept ones brought up to date, or each program's walk
+    // (of every ring, where the orders are to be kept: the next check's starting point).
+    IssueOrders::State* kept = keptOrders();
+    bool any_p2p = false;
+    if (kept) {
+      std::vector<std::set<int64_t>> moved_rings(checkers_.size()), changed(checkers_.size());
+      for (const auto& at : moved_at)
+        for (auto [program, ring] : at) moved_rings[program].insert(ring);
+      absl::flat_hash_set<const Op*> edited_anywhere;  // not ops_seen: an op of `execution` keeps its entry
+      for (const auto& e : edited) edited_anywhere.insert(e.begin(), e.end());
+      parallelFor(checkers_.size(), [&](size_t i) {  // each reads and renumbers its program only
+        changed[i] = updateIssueOrders(*kept, i, j, {edited[i], edited_anywhere, moved_rings[i]});
+      });
+      for (const auto& c : changed) rings.insert(c.begin(), c.end());  // also the rings an edited op left
+      any_p2p = std::find(kept->p2p.begin(), kept->p2p.end(), 1) != kept->p2p.end();
+      mergeCheckers(&rings);  // their problems only: they noted no issue
+      for (size_t i = 0; i < checkers_.size(); ++i)
+        for (const auto& [ring, ops] : kept->rings[i])
+          if (rings.count(ring)) rings_[ring].push_back({job_.programs[i].get(), &ops});
+    } else {
+      const bool keeping = opts_.issue_orders != nullptr;
+      if (!rings.empty() || p2p || keeping) parallelFor(checkers_.size(), [&](size_t i) { checkers_[i].noteIssues(keeping ? nullptr : &rings); });
+      for (const ProgramChecker& c : checkers_) any_p2p = any_p2p || c.issues_p2p;
+      mergeCheckers(&rings);
+    }
     for (auto& [pointer, message] : mesh_.take()) report(std::move(pointer), std::move(message));
-    const bool any_p2p = std::find(job_p2p.begin(), job_p2p.end(), 1) != job_p2p.end();
     if (opts_.collectives && problems_.empty()) checkCollectiveOrder();
     if (opts_.collectives && problems_.empty() && p2p && any_p2p) checkP2PPairing(job_, reporter());
+    keepOrders(kept);
     return std::move(problems_);
   }
 
@@ -192,9 +247,10 @@ class Verifier {
   // checking each op rather than by another walk over every op.
   struct Seq {
     const Program* prog;
-    std::vector<IssuedCollective> ops;
+    const std::vector<IssuedCollective>* ops;  // the checkers' or the kept orders'
   };
   std::map<int64_t, std::vector<Seq>> rings_;  // ring -> every program issuing on it, job order
+  static inline const std::vector<IssuedCollective> kNoIssues{};
 
   // For each ring, every member rank present must issue the same sequence of collectives. Run
   // only on a job whose every op passed its own rules, so the walk above saw every collective.
@@ -214,16 +270,16 @@ class Verifier {
         const Program* p = job_.program(r);
         bool listed = false;
         for (auto& s : seqs) listed |= s.prog == p;
-        if (p && !listed) seqs.push_back({p, {}});
+        if (p && !listed) seqs.push_back({p, &kNoIssues});
       }
       if (seqs.size() < 2) continue;
       const Seq& ref = seqs.front();
       for (size_t si = 1; si < seqs.size(); ++si) {
         const Seq& other = seqs[si];
-        size_t n = std::min(ref.ops.size(), other.ops.size());
+        size_t n = std::min(ref.ops->size(), other.ops->size());
         bool reported = false;
         for (size_t k = 0; k < n && !reported; ++k) {
-          const IssuedCollective &ia = ref.ops[k], &ib = other.ops[k];
+          const IssuedCollective &ia = (*ref.ops)[k], &ib = (*other.ops)[k];
           const Op *a = ia.op, *b = ib.op;
           const Collective *ca = &ia.c, *cb = &ib.c;
           bool same = ca->kind == cb->kind && ia.has_input && ib.has_input && ia.dtype == ib.dtype && ia.numel == ib.numel;
@@ -244,12 +300,12 @@ class Verifier {
                                   std::to_string(cb->root) + " (" + describe(a) + "; " + describe(b) + ")");
           }
         }
-        if (!reported && ref.ops.size() != other.ops.size()) {
-          const Seq& longer = ref.ops.size() > other.ops.size() ? ref : other;
-          const Seq& shorter = ref.ops.size() > other.ops.size() ? other : ref;
-          report(opPointer(*longer.ops[n].op), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
-                                            std::to_string(longer.ops.size()) + " collectives but rank " + std::to_string(shorter.prog->rank) +
-                                            " issues " + std::to_string(shorter.ops.size()) + "; first unmatched: " + describe(longer.ops[n].op));
+        if (!reported && ref.ops->size() != other.ops->size()) {
+          const Seq& longer = ref.ops->size() > other.ops->size() ? ref : other;
+          const Seq& shorter = ref.ops->size() > other.ops->size() ? other : ref;
+          report(opPointer(*(*longer.ops)[n].op), "ring " + std::to_string(ring) + ": rank " + std::to_string(longer.prog->rank) + " issues " +
+                                            std::to_string(longer.ops->size()) + " collectives but rank " + std::to_string(shorter.prog->rank) +
+                                            " issues " + std::to_string(shorter.ops->size()) + "; first unmatched: " + describe((*longer.ops)[n].op));
         }
       }
     }
