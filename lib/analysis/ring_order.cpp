@@ -60,8 +60,6 @@ Agreement agreeAt(const Ring& ring, size_t k, const MemberCheck& refuses) {
 
 RingOrder::RingOrder(const Job& job, RingFacts* facts) : facts_(facts) {
   by_program_.resize(job.programs.size());
-  place_of_.resize(job.programs.size());
-  std::map<int64_t, Ring> rings;
   if (facts) {  // collectivesByRing's walk, on the cache (which one thread fills)
     for (const auto& p : job.programs)
       for (const auto& b : p->blocks)
@@ -70,6 +68,17 @@ RingOrder::RingOrder(const Job& job, RingFacts* facts) : facts_(facts) {
   } else {  // each program's walk on a thread of its own: it reads only that program
     parallelFor(job.programs.size(), [&](size_t i) { by_program_[i] = collectivesByRing(*job.programs[i]); });
   }
+  index(job);
+}
+
+RingOrder::RingOrder(const Job& job, IssueLists by_program) : by_program_(std::move(by_program)) {
+  by_program_.resize(job.programs.size());
+  index(job);
+}
+
+void RingOrder::index(const Job& job) {
+  place_of_.resize(job.programs.size());
+  std::map<int64_t, Ring> rings;
   for (const auto& p : job.programs) {
     const auto& mine = by_program_[p->position];
     auto& places = place_of_[p->position];

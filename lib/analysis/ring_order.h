@@ -104,9 +104,15 @@ class RingFacts {
   virtual CollectiveSig signatureOfCollective(const Op& op) = 0;
 };
 
+// Each program's communicating collectives by ring, in issue order (collectivesByRing's), by
+// program position: what a RingOrder is built from.
+using IssueLists = std::vector<std::map<int64_t, std::vector<const Op*>>>;
+
 class RingOrder {
  public:
   explicit RingOrder(const Job& job, RingFacts* facts = nullptr);
+  // From the lists already known (the verifier's, kept between passes): no walk over the ops.
+  RingOrder(const Job& job, IssueLists by_program);
 
   const std::vector<Ring>& rings() const { return rings_; }  // ascending ring id
   const Ring* ring(int64_t ring_id) const;                    // null when no op or group names it
@@ -127,6 +133,7 @@ class RingOrder {
  private:
   Divergence compare(const Ring& r, const std::vector<std::pair<int64_t, std::vector<CollectiveSig>>>& seqs) const;
   CollectiveSig signature(const Op& op) const;
+  void index(const Job& job);  // rings_, index_, place_of_ and ring_ids_ from by_program_
   RingFacts* facts_ = nullptr;
   std::vector<Ring> rings_;
   std::map<int64_t, size_t> index_;                             // ring id -> rings_ index

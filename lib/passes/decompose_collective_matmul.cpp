@@ -70,7 +70,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "decompose-collective-matmul");
     Table table(job, {"decompose", "decomposed", "decomposition", "an all-gather or reduce-scatter next to a matmul"});
     collect(job, table, ctx.explaining(), ctx.explaining() || ctx.collectingStatistics(), opts_.phases == "all");
-    RingOrder rings(job);
+    const RingOrder rings = ctx.receivedRingOrder(job);
     // Each program's live bytes, profiled at the first site of it the cost model keeps (most jobs'
     // sites are refused before: no profile), and for the statistics.
     std::vector<std::optional<MemoryProfile>> memory(job.programs.size());

@@ -86,7 +86,7 @@ class FuseAllreduceSplit final : public Pass {
       ++fused_positions;
       return {};
     };
-    table.decide(RingOrder(job), decide);
+    table.decide(ctx.receivedRingOrder(job), decide);
     table.report(ctx);
     return table.rewriteChanged(job, [this](const AllReduceSplitMatch& m) { rewrite(m); }) > 0;
   }

@@ -21,6 +21,7 @@
 
 #include <absl/functional/function_ref.h>
 
+#include "analysis/ring_order.h"
 #include "ir/ir.h"
 #include "passes/refusal.h"
 #include "passes/statistic.h"
@@ -153,8 +154,11 @@ struct PassStats {
 // options), by program position. The pass manager hands a pass what the job as it arrives is
 // known to have: what the previous pass recorded as it left the job, and, when that pass changed
 // nothing, what it received itself.
+// Also each ring's issue order on every program, where the verifier kept it (IssueOrders):
+// what RingOrder would walk every op for.
 struct KnownAnalyses {
   std::vector<std::optional<int64_t>> peak_bytes;  // [program position]
+  std::optional<IssueLists> issue_lists;
   void setPeakBytes(size_t position, int64_t bytes) {
     if (peak_bytes.size() <= position) peak_bytes.resize(position + 1);
     peak_bytes[position] = bytes;
@@ -200,6 +204,11 @@ class PassContext {
   // Records the peak bytes of `p` as this pass leaves the job: measured after its last edit of `p`.
   void leavePeakBytes(const Program& p, int64_t bytes) { left.setPeakBytes(p.position, bytes); }
   void receive(KnownAnalyses known) { received_ = std::move(known); }  // by the pass manager
+  // The rings' issue orders of the job as this pass received it: from what the verifier kept, or
+  // a walk of every op. Valid until this pass edits a collective.
+  RingOrder receivedRingOrder(const Job& job) const {
+    return received_.issue_lists ? RingOrder(job, *received_.issue_lists) : RingOrder(job);
+  }
 
   PassStats stats;
   std::vector<ExplainRecord> explain;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "verify/issue_orders.h"
 #include "verify/verifier.h"
 
 namespace spopt {
@@ -21,7 +22,10 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     run.name = cp.info->name;
     run.text = cp.text();
     PassContext ctx(opts.collect_explain, &cp.info->statistics, opts.collect_statistics);
-    ctx.receive(known);
+    KnownAnalyses given = known;
+    // The verifier's orders hold while every pass is checked after it: then they describe the job as it is now.
+    if (opts.verify_each && issue_orders.state && issue_orders.state->job == &job) given.issue_lists = issueLists(*issue_orders.state);
+    ctx.receive(std::move(given));
     auto pass = cp.info->create(cp.options);
     EditJournal journal;
     struct Attach {  // detached however the pass ends

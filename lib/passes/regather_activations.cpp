@@ -69,7 +69,7 @@ class RegatherActivations final : public Pass {
           if (r.candidate) found.push_back({&op, *coll, true, std::move(r.match), std::move(r.refusal)});
         }
     });
-    RingOrder rings(job);
+    const RingOrder rings = ctx.receivedRingOrder(job);
     auto planned = [&](size_t i) { return PlannedCollective{table.match(i).insert_before, signatureOf(*table.state(i).op, table.state(i).coll)}; };
     DecideOptions decide;
     decide.check = [&](const AgreedPosition& pos) -> Refusal {

@@ -42,4 +42,15 @@ std::set<int64_t> updateIssueOrders(IssueOrders::State& s, size_t program, const
   return changed;
 }
 
+IssueLists issueLists(const IssueOrders::State& s) {
+  IssueLists out(s.rings.size());
+  for (size_t i = 0; i < s.rings.size(); ++i)
+    for (const auto& [ring, list] : s.rings[i]) {
+      std::vector<const Op*>& ops = out[i][ring];
+      ops.reserve(list.size());
+      for (const IssuedCollective& ic : list) ops.push_back(ic.op);
+    }
+  return out;
+}
+
 }  // namespace spopt

@@ -8,6 +8,7 @@
 
 #include <absl/container/flat_hash_set.h>
 
+#include "analysis/ring_order.h"
 #include "ir/ir.h"
 #include "verify/program_checker.h"
 #include "verify/verifier.h"
@@ -35,5 +36,8 @@ struct ProgramEdits {
 // An entry is dropped by its address alone, never read: an erased op's address may since hold a
 // new op of any program (EditJournal::erased then no longer lists it, and that program's edits do).
 std::set<int64_t> updateIssueOrders(IssueOrders::State& s, size_t program, const EditJournal& j, const ProgramEdits& edits);
+
+// The ops of `s`'s lists, as a RingOrder is built from them.
+IssueLists issueLists(const IssueOrders::State& s);
 
 }  // namespace spopt

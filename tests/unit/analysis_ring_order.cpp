@@ -118,3 +118,31 @@ TEST_CASE("insertions at matching places agree, at mismatching places the rank i
     CHECK(d2.k == 0);
   }
 }
+
+TEST_CASE("a ring order built from known issue lists is the one a walk builds", "[analysis][ring]") {
+  auto job = tp2dp2();
+  IssueLists lists;
+  for (const auto& p : job->programs) lists.push_back(collectivesByRing(*p));
+  const RingOrder walked(*job), given(*job, lists);
+  REQUIRE(given.rings().size() == walked.rings().size());
+  for (size_t i = 0; i < walked.rings().size(); ++i) {
+    const Ring &a = walked.rings()[i], &b = given.rings()[i];
+    CHECK(a.ring_id == b.ring_id);
+    CHECK(a.group == b.group);
+    REQUIRE(a.members.size() == b.members.size());
+    for (size_t m = 0; m < a.members.size(); ++m) CHECK(a.members[m].ops == b.members[m].ops);
+    REQUIRE(a.issuers.size() == b.issuers.size());
+    for (size_t m = 0; m < a.issuers.size(); ++m) CHECK(a.issuers[m].program == b.issuers[m].program);
+  }
+  size_t placed = 0;
+  for (const auto& p : job->programs)
+    for (const Op& op : p->blocks[0]->ops) {
+      auto x = walked.placeOf(op), y = given.placeOf(op);
+      REQUIRE(x.has_value() == y.has_value());
+      if (!x) continue;
+      CHECK(x->ring_id == y->ring_id);
+      CHECK(x->k == y->k);
+      ++placed;
+    }
+  CHECK(placed > 0);
+}
