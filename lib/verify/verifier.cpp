@@ -133,27 +133,47 @@ class Verifier {
   std::vector<Diagnostic> runTouched(const EditJournal& j) {
     checkRanks();
     for (ProgramChecker& c : checkers_) c.checkProgram(false);
-    absl::flat_hash_set<const Op*> ops_seen;
-    absl::flat_hash_set<const Var*> vars_seen, mesh_seen;
-    // A pass edits every rank alike, so a name is touched on each rank: its declarations on every
-    // rank are looked up once, at its first touched var (a later one adds only itself).
-    absl::flat_hash_set<std::pair<size_t, std::string_view>> names_seen;
+    const size_t n = job_.programs.size();
     // [program position]: the ops to check; those of `execution` only had their execution
     // attributes set, which leaves their ring's issue order and pairing as they were.
-    std::vector<std::vector<const Op*>> edited(job_.programs.size()), execution(job_.programs.size());
-    auto touch = [&](const Op* op, std::vector<std::vector<const Op*>>& into) {
-      if (!j.erased.contains(op) && ops_seen.insert(op).second) into[op->block->program->position].push_back(op);
-    };
-    for (const Op* op : j.ops) touch(op, edited);
-    for (const Var* v : j.vars) {
-      if (!vars_seen.insert(v).second) continue;
-      for (const OpList* users : {&v->readers, &v->writers})
-        for (const Op* op : *users) touch(op, edited);
-      if (v->removed) continue;
-      checkers_[v->block->program->position].checkVar(*v);
-      // The mesh agreement compares only vars that carry a dist_attr: one without adds nothing,
-      // and its namesakes on the other ranks agreed before (or are touched themselves).
-      if (!v->hasDistAttr()) continue;
+    std::vector<std::vector<const Op*>> edited(n), execution(n);
+    // The journal's records by program, in journal order (a var's readers and writers are ops of
+    // its program); each program's are then deduplicated and checked on a thread of its own.
+    std::vector<std::vector<const Op*>> ops_of(n), execution_of(n);
+    std::vector<std::vector<std::pair<size_t, const Var*>>> vars_of(n), sharded_of(n);  // (index in j.vars, var)
+    for (const Op* op : j.ops)
+      if (!j.erased.contains(op)) ops_of[op->block->program->position].push_back(op);
+    for (const Op* op : j.execution)
+      if (!j.erased.contains(op)) execution_of[op->block->program->position].push_back(op);
+    for (size_t k = 0; k < j.vars.size(); ++k) vars_of[j.vars[k]->block->program->position].push_back({k, j.vars[k]});
+    parallelFor(n, [&](size_t i) {  // each reads its program and its checker only
+      absl::flat_hash_set<const Op*> ops_seen;
+      absl::flat_hash_set<const Var*> vars_seen;
+      auto touch = [&](const Op* op, std::vector<const Op*>& into) {
+        if (!j.erased.contains(op) && ops_seen.insert(op).second) into.push_back(op);
+      };
+      for (const Op* op : ops_of[i]) touch(op, edited[i]);
+      for (auto [k, v] : vars_of[i]) {
+        if (!vars_seen.insert(v).second) continue;
+        for (const OpList* users : {&v->readers, &v->writers})
+          for (const Op* op : *users) touch(op, edited[i]);
+        if (v->removed) continue;
+        checkers_[i].checkVar(*v);
+        // The mesh agreement compares only vars that carry a dist_attr: one without adds nothing,
+        // and its namesakes on the other ranks agreed before (or are touched themselves).
+        if (v->hasDistAttr()) sharded_of[i].push_back({k, v});
+      }
+      for (const Op* op : execution_of[i]) touch(op, execution[i]);
+    });
+    // The mesh agreement's reads across programs, one thread, in journal order. A pass edits every
+    // rank alike, so a name is touched on each rank: its declarations on every rank are looked up
+    // once, at its first touched var (a later one adds only itself).
+    std::vector<std::pair<size_t, const Var*>> sharded;
+    for (const auto& of : sharded_of) sharded.insert(sharded.end(), of.begin(), of.end());
+    std::sort(sharded.begin(), sharded.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    absl::flat_hash_set<std::pair<size_t, std::string_view>> names_seen;
+    absl::flat_hash_set<const Var*> mesh_seen;
+    for (auto [k, v] : sharded) {
       const size_t bi = v->block->position;
       if (!names_seen.emplace(bi, v->name).second) {
         if (mesh_seen.insert(v).second) mesh_.add(*v->block->program, bi, SIZE_MAX, *v, checkers_[v->block->program->position].shardings());
@@ -164,7 +184,6 @@ class Verifier {
         if (w && !w->removed && w->hasDistAttr() && mesh_seen.insert(w).second) mesh_.add(*q, bi, SIZE_MAX, *w, checkers_[q->position].shardings());
       }
     }
-    for (const Op* op : j.execution) touch(op, execution);
     // The rings (and whether a send or receive) the edits bear on: per program for its checked
     // ops, per slice for the moved ones; each thread writes only its own entry.
     struct Bearing {
@@ -218,7 +237,7 @@ class Verifier {
       std::vector<std::set<int64_t>> moved_rings(checkers_.size()), changed(checkers_.size());
       for (const auto& at : moved_at)
         for (auto [program, ring] : at) moved_rings[program].insert(ring);
-      absl::flat_hash_set<const Op*> edited_anywhere;  // not ops_seen: an op of `execution` keeps its entry
+      absl::flat_hash_set<const Op*> edited_anywhere;  // not `execution`: such an op keeps its entry
       for (const auto& e : edited) edited_anywhere.insert(e.begin(), e.end());
       parallelFor(checkers_.size(), [&](size_t i) {  // each reads and renumbers its program only
         changed[i] = updateIssueOrders(*kept, i, j, {edited[i], edited_anywhere, moved_rings[i]});
