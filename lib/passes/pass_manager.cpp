@@ -45,6 +45,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
         if (ctx.left.peak_bytes[i]) known.setPeakBytes(i, *ctx.left.peak_bytes[i]);
     run.stats = std::move(ctx.stats);
     run.explain = std::move(ctx.explain);
+    if (!opts.verify_each) issue_orders.state.reset();  // no check brings them up to date
     if (opts.verify_each) {
       auto t1 = std::chrono::steady_clock::now();
       VerifyOptions vopts;
