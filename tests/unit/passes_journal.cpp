@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "gen/generate.h"
+#include "gen_jobs.h"
 #include "io/loader.h"
 #include "passes/pass_manager.h"
 #include "passes/registry.h"
@@ -110,17 +110,6 @@ std::vector<std::string> unjournaled(const Snapshot& before, const Job& job, con
   return missed;
 }
 
-std::unique_ptr<Job> gptJob(int64_t tp) {
-  gen::GenOptions o;
-  o.model = gen::Model::Gpt;
-  o.tp = tp;
-  o.layers = 2;
-  o.hidden = 16;
-  o.heads = 4;
-  o.seq = 8;
-  o.sequence_parallel = true;
-  return loadJobFromText(gen::generateJobText(o), "gpt.json");
-}
 
 // Runs `text` (one pass) on `job` with a journal attached; returns what the journal missed.
 std::vector<std::string> runJournaled(Job& job, const std::string& text, bool* changed) {
@@ -156,7 +145,7 @@ TEST_CASE("every journaled built-in pass records each op and var it adds, erases
   std::set<std::string> covered;
   for (const Case& c : cases) {
     INFO(c.pass << " after [" << c.before << "], tp " << c.tp);
-    auto job = gptJob(c.tp);
+    auto job = spopt::test::smallGptJob(c.tp);
     if (!c.before.empty()) REQUIRE(runPipeline(parsePipeline(c.before, PassRegistry::builtin()), *job).ok);
     bool changed = false;
     CHECK(runJournaled(*job, c.pass, &changed) == std::vector<std::string>{});
@@ -171,7 +160,7 @@ TEST_CASE("every journaled built-in pass records each op and var it adds, erases
 }
 
 TEST_CASE("the journal check sees an edit made around the journal", "[passes][verify]") {
-  auto job = gptJob(2);
+  auto job = spopt::test::smallGptJob(2);
   const Snapshot before(*job);
   EditJournal journal;
   Op& op = job->program(1)->blocks[0]->ops.front();

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/collectives.h"
-#include "gen/generate.h"
+#include "gen_jobs.h"
 #include "io/loader.h"
 #include "io/text_reader.h"
 #include "passes/pass_manager.h"
@@ -16,17 +16,6 @@ using namespace spopt;
 
 namespace {
 
-std::unique_ptr<Job> gptJob(int64_t tp) {
-  gen::GenOptions o;
-  o.model = gen::Model::Gpt;
-  o.tp = tp;
-  o.layers = 2;
-  o.hidden = 16;
-  o.heads = 4;
-  o.seq = 8;
-  o.sequence_parallel = true;
-  return loadJobFromText(gen::generateJobText(o), "gpt.json");
-}
 
 // Each way the kept orders differ from the job's walk, as a line.
 std::vector<std::string> differences(const IssueOrders& kept, const Job& job) {
@@ -74,7 +63,7 @@ TEST_CASE("the issue orders kept between passes are every program's walk after e
   };
   for (const Case& c : cases) {
     INFO(c.pipeline << ", tp " << c.tp);
-    auto job = gptJob(c.tp);
+    auto job = spopt::test::smallGptJob(c.tp);
     IssueOrders orders;
     REQUIRE(verifyJob(*job, {.issue_orders = &orders}).empty());
     CHECK(differences(orders, *job).empty());
