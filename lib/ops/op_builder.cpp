@@ -51,9 +51,9 @@ NewOp::NewOp(Block& block, const Op& original) : block_(block), job_(*block.prog
   if (original.hasDistAttr()) copyDistAttr(original.dist_attr);
 }
 
-std::string NewOp::slot(std::string_view canonical, bool input) const {
+std::string_view NewOp::slot(std::string_view canonical, bool input) const {
   const OperandDef* o = def_ ? (input ? def_->input(canonical) : def_->output(canonical)) : nullptr;
-  return std::string(o ? slotName(*o, dialect_, input) : canonical);
+  return o ? slotName(*o, dialect_, input) : job_.editArena().store(canonical);  // the catalogue's text lives as long
 }
 
 bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_t>* ints, double scalar) {
@@ -83,13 +83,13 @@ bool NewOp::constantOperand(std::string_view canonical, const std::vector<int64_
 
 
 NewOp& NewOp::input(std::string_view canonical, const std::vector<Var*>& vars) {
-  addInput(op_, job_, job_.editArena().store(slot(canonical, true)), {});
+  addInput(op_, job_, slot(canonical, true), {});
   for (Var* v : vars) op_.inputs.back().args.push_back({v->name, v});
   return *this;
 }
 NewOp& NewOp::input(std::string_view slot, std::initializer_list<Var*> vars) { return input(slot, std::vector<Var*>(vars)); }
 NewOp& NewOp::output(std::string_view canonical, const std::vector<Var*>& vars) {
-  addOutput(op_, job_, job_.editArena().store(slot(canonical, false)), {});
+  addOutput(op_, job_, slot(canonical, false), {});
   for (Var* v : vars) op_.outputs.back().args.push_back({v->name, v});
   return *this;
 }

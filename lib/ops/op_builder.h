@@ -88,7 +88,8 @@ class NewOp {
   Op* insertAt(Block& block, Block::OpIter pos);
 
  private:
-  std::string slot(std::string_view canonical, bool input) const;
+  // The slot's name in the op's dialect: the catalogue's text, or `canonical` kept in the job.
+  std::string_view slot(std::string_view canonical, bool input) const;
   // PIR: an attribute that is operand in<i>: a constant op writing a fresh var, inserted first.
   bool constantOperand(std::string_view canonical, const std::vector<int64_t>* ints, double scalar);
 
