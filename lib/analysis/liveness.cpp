@@ -11,6 +11,7 @@
 #include "ops/op_view.h"
 #include "ir/json_text.h"
 #include "ir/op_role.h"
+#include "ir/prefetch.h"
 
 namespace spopt {
 
@@ -173,7 +174,9 @@ class LivenessBuilder {
       }
     };
     const bool has_sub_blocks = p_.blocks.size() > 1;  // else no op's sub_block names another block
+    OpLookahead ahead(b.ops);
     for (const Op& op : b.ops) {
+      ahead.next();
       const OpFacts* f = o_.facts ? &o_.facts->facts(op) : nullptr;
       const bool loss = (f ? f->phase : phaseOf(op)) == Phase::Loss;
       const uint32_t shape_only = f && !f->many_inputs ? f->shape_only_inputs : 0;

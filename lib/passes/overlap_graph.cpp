@@ -5,6 +5,8 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "ir/prefetch.h"
+
 namespace spopt {
 
 RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<double>& cost, const BufferAliases* aliases,
@@ -37,6 +39,7 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
   const bool own_costs = cost.empty() && facts;
   if (own_costs) g.cost.resize(g.n);
   for (uint32_t i = 0; i < g.n; ++i) {
+    lookAhead(region, i);
     const Op& op = *region[i];
     if (own_costs) g.cost[i] = facts->cost(op);
     for (const Slot& s : op.inputs)

@@ -1,0 +1,51 @@
+#pragma once
+// Walks over the ops of a large job wait on memory: once a job outgrows the cache, each op's slot
+// array and each arg's Var is a miss. A walk that reads its ops' args keeps a lookahead in front
+// of it that asks for those lines early: the slot arrays of the op kSlotsAhead places ahead, the
+// Vars (and their shapes' storage, one op later) of the op kVarsAhead places ahead, which the
+// earlier hint has brought in. Hints only: no result depends on them.
+#include <cstddef>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace spopt {
+
+inline constexpr size_t kSlotsAhead = 4, kVarsAhead = 2;
+
+inline void prefetchSlots(const Op& op) {
+  __builtin_prefetch(op.inputs.data());
+  __builtin_prefetch(op.outputs.data());
+}
+
+inline void prefetchVars(const Op& op, bool shapes) {
+  for (const std::vector<Slot>* slots : {&op.inputs, &op.outputs})
+    for (const Slot& s : *slots)
+      for (const Arg& a : s.args)
+        if (a.var) shapes ? __builtin_prefetch(a.var->shape.data()) : __builtin_prefetch(a.var);
+}
+
+// For a walk over `ops` (a block's list): call next() once per op, before reading it.
+class OpLookahead {
+ public:
+  explicit OpLookahead(const std::list<Op>& ops) : end_(ops.end()), slots_(ops.begin()), vars_(ops.begin()) {
+    for (size_t k = 0; k < kSlotsAhead && slots_ != end_; ++k) ++slots_;
+    for (size_t k = 0; k < kVarsAhead && vars_ != end_; ++k) ++vars_;
+  }
+  void next() {
+    if (slots_ != end_) prefetchSlots(*slots_++);
+    if (vars_ != end_) prefetchVars(*vars_++, false);
+  }
+
+ private:
+  std::list<Op>::const_iterator end_, slots_, vars_;
+};
+
+// The same for a walk over `ops[i]`, i ascending (a region's op pointers).
+inline void lookAhead(const std::vector<Op*>& ops, size_t i) {
+  if (i + kSlotsAhead < ops.size()) prefetchSlots(*ops[i + kSlotsAhead]);
+  if (i + kVarsAhead < ops.size()) prefetchVars(*ops[i + kVarsAhead], false);
+  if (i + 1 < ops.size()) prefetchVars(*ops[i + 1], true);
+}
+
+}  // namespace spopt
