@@ -8,8 +8,10 @@
 # figure a per-pass budget reads), both from `--timing` (wall time; a plain
 # rewrite's work: no statistics collected, no explanations built), the process's user+sys CPU
 # seconds of both pipelines and their ratio (the steadier figure on a shared machine), the wall
-# ratio and the peak RSS of the full chain. A binary without --timing is read through --stats
-# (the same lines; such a binary computed its statistics whether asked or not).
+# ratio and the peak RSS of the full chain; then both ratios once more as the median of each
+# round's own pair (the full chain and the empty pipeline run back to back), which the machine's
+# drift between rounds moves less than a ratio of two bests. A binary without --timing is read
+# through --stats (the same lines; such a binary computed its statistics whether asked or not).
 #
 # With --before OLD, every cell reads "old -> new": both binaries on the same files, their runs
 # interleaved so that the machine's load weighs on both alike; best of SPOPT_BENCH_REPEAT runs
@@ -42,7 +44,7 @@ WORK=$(mktemp -d /tmp/bench-rewrite.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 exec python3 - "$WORK" "$GEN" "$REPEAT" "$SP_OPT" "$BEFORE" $TARGETS <<'PY'
-import os, re, subprocess, sys
+import os, re, statistics, subprocess, sys
 
 work, gen, repeat, after, before = sys.argv[1:6]
 targets = [int(t) for t in sys.argv[6:]]
@@ -88,8 +90,12 @@ def measure(binary, job, best):
         keep("pass:" + name, t)
     keep("verify", max(v for _, _, v in passes))
     best.setdefault("names", [name for name, _, _ in passes])
+    full_wall, full_cpu = wall, cpu
     wall, cpu, rss, _ = timed(binary, [job, out, "--passes="])
     keep("empty_wall", wall); keep("empty_cpu", cpu)
+    # The same round's pair: a ratio the machine's drift between rounds does not move.
+    best.setdefault("round_wall", []).append(full_wall / wall)
+    best.setdefault("round_cpu", []).append(full_cpu / cpu)
 
 # ops = base + per_layer * layers, from two small jobs.
 o1 = generate(1, os.path.join(work, "l1.json"))
@@ -123,10 +129,12 @@ for target in targets:
     cells += [cell("{:.2f}", lambda r: us(r["verify"])),
               cell("{:.2f}", lambda r: r["full_cpu"]), cell("{:.2f}", lambda r: r["empty_cpu"]),
               cell("{:.2f}", lambda r: r["full_cpu"] / r["empty_cpu"]), cell("{:.2f}", lambda r: r["full_wall"] / r["empty_wall"]),
+              cell("{:.2f}", lambda r: statistics.median(r["round_cpu"])), cell("{:.2f}", lambda r: statistics.median(r["round_wall"])),
               cell("{:.0f}", lambda r: r["full_rss"] / 1024)]
     if not header_done:
         cols = ["ops", "file MB"] + [f"{n} µs/op" for n in names] + ["verify after a pass (slowest) µs/op", "full CPU s", "empty CPU s",
-                                                                     "full/empty CPU", "full/empty wall", "full RSS MiB"]
+                                                                     "full/empty CPU", "full/empty wall", "full/empty CPU, median of rounds",
+                                                                     "full/empty wall, median of rounds", "full RSS MiB"]
         header_done = True
         print("| " + " | ".join(cols) + " |")
         print("|" + "---:|" * len(cols))
