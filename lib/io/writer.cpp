@@ -1,5 +1,7 @@
 #include "io/writer.h"
 
+#include "ir/prefetch.h"
+
 #include <charconv>
 #include <cstring>
 #include <memory>
@@ -209,7 +211,16 @@ void writeBlock(Out& o, const Block& b, int level) {
       if (!first) indent(o, level + 1);
       o << ']';
     } else if (k == "ops") {
-      lines(o, b.ops, level + 1, [&](const Op& op) { writeOp(o, op); });
+      // Writing is a walk too: the slot arrays, arg names and attrs' text of the ops ahead are
+      // asked for early (a rewritten job's new ops lie away from the loaded ones).
+      auto slots_ahead = b.ops.begin(), text_ahead = b.ops.begin();
+      for (size_t k = 0; k < kSlotsAhead && slots_ahead != b.ops.end(); ++k) ++slots_ahead;
+      for (size_t k = 0; k < kVarsAhead && text_ahead != b.ops.end(); ++k) ++text_ahead;
+      lines(o, b.ops, level + 1, [&](const Op& op) {
+        if (slots_ahead != b.ops.end()) prefetchSlots(*slots_ahead++);
+        if (text_ahead != b.ops.end()) prefetchText(*text_ahead++);
+        writeOp(o, op);
+      });
     }
   });
 }

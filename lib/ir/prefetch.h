@@ -25,6 +25,14 @@ inline void prefetchVars(const Op& op, bool shapes) {
         if (a.var) shapes ? __builtin_prefetch(a.var->shape.data()) : __builtin_prefetch(a.var);
 }
 
+// What a writer reads of an op beyond its slot arrays: its args' names and its attrs' text.
+inline void prefetchText(const Op& op) {
+  for (const std::vector<Slot>* slots : {&op.inputs, &op.outputs})
+    for (const Slot& s : *slots)
+      for (const Arg& a : s.args) __builtin_prefetch(a.name.data());
+  __builtin_prefetch(op.attrs.compactText().data());
+}
+
 // For a walk over `ops` (a block's list): call next() once per op, before reading it.
 class OpLookahead {
  public:
