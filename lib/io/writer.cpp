@@ -213,12 +213,9 @@ void writeBlock(Out& o, const Block& b, int level) {
     } else if (k == "ops") {
       // Writing is a walk too: the slot arrays, arg names and attrs' text of the ops ahead are
       // asked for early (a rewritten job's new ops lie away from the loaded ones).
-      auto slots_ahead = b.ops.begin(), text_ahead = b.ops.begin();
-      for (size_t k = 0; k < kSlotsAhead && slots_ahead != b.ops.end(); ++k) ++slots_ahead;
-      for (size_t k = 0; k < kVarsAhead && text_ahead != b.ops.end(); ++k) ++text_ahead;
+      OpLookahead ahead(b.ops, OpLookahead::Reads::Text);
       lines(o, b.ops, level + 1, [&](const Op& op) {
-        if (slots_ahead != b.ops.end()) prefetchSlots(*slots_ahead++);
-        if (text_ahead != b.ops.end()) prefetchText(*text_ahead++);
+        ahead.next();
         writeOp(o, op);
       });
     }

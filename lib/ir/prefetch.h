@@ -33,20 +33,26 @@ inline void prefetchText(const Op& op) {
   __builtin_prefetch(op.attrs.compactText().data());
 }
 
-// For a walk over `ops` (a block's list): call next() once per op, before reading it.
+// For a walk over `ops` (a block's list): call next() once per op, before reading it. `reads`:
+// what the walk reads of an op beyond its slot arrays, its args' Vars or (a writer) its text.
 class OpLookahead {
  public:
-  explicit OpLookahead(const std::list<Op>& ops) : end_(ops.end()), slots_(ops.begin()), vars_(ops.begin()) {
+  enum class Reads { Vars, Text };
+  explicit OpLookahead(const std::list<Op>& ops, Reads reads = Reads::Vars)
+      : reads_(reads), end_(ops.end()), slots_(ops.begin()), rest_(ops.begin()) {
     for (size_t k = 0; k < kSlotsAhead && slots_ != end_; ++k) ++slots_;
-    for (size_t k = 0; k < kVarsAhead && vars_ != end_; ++k) ++vars_;
+    for (size_t k = 0; k < kVarsAhead && rest_ != end_; ++k) ++rest_;
   }
   void next() {
     if (slots_ != end_) prefetchSlots(*slots_++);
-    if (vars_ != end_) prefetchVars(*vars_++, false);
+    if (rest_ == end_) return;
+    if (reads_ == Reads::Vars) prefetchVars(*rest_++, false);
+    else prefetchText(*rest_++);
   }
 
  private:
-  std::list<Op>::const_iterator end_, slots_, vars_;
+  Reads reads_;
+  std::list<Op>::const_iterator end_, slots_, rest_;
 };
 
 // The same for a walk over `ops[i]`, i ascending (a region's op pointers).
