@@ -158,7 +158,7 @@ struct PassStats {
 // what RingOrder would walk every op for.
 struct KnownAnalyses {
   std::vector<std::optional<int64_t>> peak_bytes;  // [program position]
-  std::optional<IssueLists> issue_lists;
+  std::function<IssueLists()> issue_lists;  // read on request: most passes build no RingOrder
   void setPeakBytes(size_t position, int64_t bytes) {
     if (peak_bytes.size() <= position) peak_bytes.resize(position + 1);
     peak_bytes[position] = bytes;
@@ -207,7 +207,7 @@ class PassContext {
   // The rings' issue orders of the job as this pass received it: from what the verifier kept, or
   // a walk of every op. Valid until this pass edits a collective.
   RingOrder receivedRingOrder(const Job& job) const {
-    return received_.issue_lists ? RingOrder(job, *received_.issue_lists) : RingOrder(job);
+    return received_.issue_lists ? RingOrder(job, received_.issue_lists()) : RingOrder(job);
   }
 
   PassStats stats;

@@ -23,8 +23,10 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     run.text = cp.text();
     PassContext ctx(opts.collect_explain, &cp.info->statistics, opts.collect_statistics);
     KnownAnalyses given = known;
-    // The verifier's orders hold while every pass is checked after it: then they describe the job as it is now.
-    if (opts.verify_each && issue_orders.state && issue_orders.state->job == &job) given.issue_lists = issueLists(*issue_orders.state);
+    // The verifier's orders hold while every pass is checked after it: then they describe the job
+    // as it is now. Copied out only for a pass that asks (ctx.receivedRingOrder).
+    if (opts.verify_each && issue_orders.state && issue_orders.state->job == &job)
+      given.issue_lists = [&issue_orders] { return issueLists(*issue_orders.state); };
     ctx.receive(std::move(given));
     auto pass = cp.info->create(cp.options);
     EditJournal journal;
