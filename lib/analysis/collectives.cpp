@@ -37,7 +37,7 @@ const char* collectiveKindName(CollectiveKind k) {
 std::map<int64_t, std::vector<const Op*>> collectivesByRing(const Program& p) {
   std::map<int64_t, std::vector<const Op*>> out;
   for (const auto& b : p.blocks)
-    for (const Op& op : b->ops)
+    for (const Op& op : b->inOrder())
       if (auto c = asCollective(op); c && communicates(*c)) out[c->ring_id].push_back(&op);
   return out;
 }

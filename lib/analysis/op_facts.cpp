@@ -38,7 +38,7 @@ void OpFactsCache::readAll(const Job& job) {
   parallelFor(job.programs.size(), [&](size_t i) {  // each program's entries on one thread (sized there too)
     std::vector<Entry>& entries = sizeFor(*job.programs[i], 0);
     for (const auto& b : job.programs[i]->blocks)
-      for (const Op& op : b->ops) {
+      for (const Op& op : b->inOrder()) {
         Entry& e = entries[op.id];
         if (e.known) continue;
         CommFacts c;

@@ -63,7 +63,7 @@ RingOrder::RingOrder(const Job& job, RingFacts* facts) : facts_(facts) {
   if (facts) {  // collectivesByRing's walk, on the cache (which one thread fills)
     for (const auto& p : job.programs)
       for (const auto& b : p->blocks)
-        for (const Op& op : b->ops)
+        for (const Op& op : b->inOrder())
           if (std::optional<int64_t> ring = facts->ringOf(op)) by_program_[p->position][*ring].push_back(&op);
   } else {  // each program's walk on a thread of its own: it reads only that program
     parallelFor(job.programs.size(), [&](size_t i) { by_program_[i] = collectivesByRing(*job.programs[i]); });

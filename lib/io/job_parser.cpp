@@ -460,10 +460,7 @@ class JobParser::Walker {
           check(std::move(e).get(ev));
           progress(ev, i);
           Scope si(*this, i++);
-          Op& op = b.ops.emplace_back();
-          op.self = std::prev(b.ops.end());
-          op.block = &b;
-          op.id = b.program->next_op_id++;
+          Op& op = b.appendOp();
           parseOp(ev, op);
         }
       } else {

@@ -410,10 +410,7 @@ class TextReader : text::SpmdLexer {
   }
 
   void op(Block& b) {
-    Op& op = b.ops.emplace_back();
-    op.self = std::prev(b.ops.end());
-    op.block = &b;
-    op.id = b.program->next_op_id++;
+    Op& op = b.appendOp();
     expect('{', "to open the outputs");
     slots(b, op, true, '}');
     expect('=', "after the outputs");

@@ -243,8 +243,10 @@ Op* Block::insertOp(OpIter pos, Op op) {
   op.id = program->next_op_id++;
   auto it = ops.insert(pos, std::move(op));
   positions_dirty_ = true;
+  ++size_change_;
   Op* o = &*it;
   o->self = it;
+  o->cached_index = kUnnumbered;
   for (auto* slots : {&o->inputs, &o->outputs}) {
     for (auto& s : *slots) {
       for (auto& a : s.args) {
@@ -272,8 +274,9 @@ void Block::eraseOp(Op* op) {
   for (auto& s : op->outputs)
     for (auto& a : s.args)
       if (a.var) unlink(a.var->writers, op);
+  unnumber(op);
+  --size_change_;
   ops.erase(op->self);
-  positions_dirty_ = true;
 }
 
 void Block::moveOp(Op* op, OpIter pos) {
@@ -281,18 +284,79 @@ void Block::moveOp(Op* op, OpIter pos) {
   if (pos == op->self) return;
   ops.splice(pos, ops, op->self);  // iterators and addresses stay valid
   if (EditJournal* j = journalOf(this)) j->moved.push_back(op);
+  unnumber(op);
+}
+
+void Block::unnumber(Op* op) {
+  if (op->cached_index < order_.size() && order_[op->cached_index] == op) order_[op->cached_index] = nullptr;
+  op->cached_index = kUnnumbered;
   positions_dirty_ = true;
 }
 
-void Block::renumber() const {
-  uint32_t i = 0;
-  for (const Op& o : ops) o.cached_index = i++;
-  positions_size_ = ops.size();
+Op& Block::appendOp() {
+  const bool known = !positions_dirty_ && positions_size_ == ops.size();
+  Op& op = ops.emplace_back();
+  op.self = std::prev(ops.end());
+  op.block = this;
+  op.id = program->next_op_id++;
+  if (known) {
+    op.cached_index = uint32_t(order_.size());
+    order_.push_back(&op);
+    positions_size_ = ops.size();
+  }
+  return op;
+}
+
+void Block::reorderRun(std::span<Op* const> run, std::span<Op* const> order) {
+  size_t first = 0, last = order.size();
+  while (first < last && run[first] == order[first]) ++first;
+  while (last > first && run[last - 1] == order[last - 1]) --last;
+  if (first == last) return;
+  knowPositions();  // before the moves: the list still in its old order
+  const uint32_t base = run[first]->cached_index;
+  bool contiguous = true;
+  for (size_t i = first; i < last && contiguous; ++i) contiguous = run[i]->cached_index == base + (i - first);
+  OpIter before = last < run.size() ? run[last]->self : std::next(run.back()->self);
+  for (size_t i = first; i < last; ++i) moveOp(order[i], before);
+  if (!contiguous) return;  // not a run of this block: the next query renumbers
+  for (size_t i = first; i < last; ++i) {
+    order[i]->cached_index = uint32_t(base + (i - first));
+    order_[base + (i - first)] = order[i];
+  }
   positions_dirty_ = false;
 }
 
+void Block::renumber() const {
+  auto& list = const_cast<std::list<Op>&>(ops);  // the array hands out the ops as the list does
+  std::vector<Op*> fresh;
+  fresh.reserve(ops.size());
+  auto takeUntil = [&](OpIter from, const Op* stop) {  // the list from `from` up to `stop` (null: the end)
+    for (; from != list.end() && &*from != stop; ++from) fresh.push_back(&*from);
+  };
+  if (renumber_all_ || int64_t(positions_size_) + size_change_ != int64_t(ops.size())) {
+    takeUntil(list.begin(), nullptr);
+  } else {
+    // The ops still numbered keep their order among themselves (an edit moves only the op it
+    // names), so between two of them the list holds only ops inserted or moved since.
+    const Op* prev = nullptr;
+    for (Op* op : order_) {
+      if (!op) continue;
+      if (!prev) takeUntil(list.begin(), op);
+      else if (OpIter after = std::next(prev->self); after == list.end() || &*after != op) takeUntil(after, op);
+      fresh.push_back(op);
+      prev = op;
+    }
+    takeUntil(prev ? std::next(prev->self) : list.begin(), nullptr);
+  }
+  for (uint32_t i = 0; i < fresh.size(); ++i) fresh[i]->cached_index = i;
+  order_ = std::move(fresh);
+  positions_size_ = ops.size();
+  positions_dirty_ = renumber_all_ = false;
+  size_change_ = 0;
+}
+
 size_t Block::indexOf(const Op* op) const {
-  if (positions_dirty_ || positions_size_ != ops.size()) renumber();
+  knowPositions();
   return op->cached_index;
 }
 

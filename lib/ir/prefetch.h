@@ -5,6 +5,7 @@
 // Vars (and their shapes' storage, one op later) of the op kVarsAhead places ahead, which the
 // earlier hint has brought in. Hints only: no result depends on them.
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "ir/ir.h"
@@ -33,26 +34,24 @@ inline void prefetchText(const Op& op) {
   __builtin_prefetch(op.attrs.compactText().data());
 }
 
-// For a walk over `ops` (a block's list): call next() once per op, before reading it. `reads`:
+// For a walk over `ops` (Block::inOrder): call next() once per op, before reading it. `reads`:
 // what the walk reads of an op beyond its slot arrays, its args' Vars or (a writer) its text.
 class OpLookahead {
  public:
   enum class Reads { Vars, Text };
-  explicit OpLookahead(const std::list<Op>& ops, Reads reads = Reads::Vars)
-      : reads_(reads), end_(ops.end()), slots_(ops.begin()), rest_(ops.begin()) {
-    for (size_t k = 0; k < kSlotsAhead && slots_ != end_; ++k) ++slots_;
-    for (size_t k = 0; k < kVarsAhead && rest_ != end_; ++k) ++rest_;
-  }
+  explicit OpLookahead(OpRange<const Op> ops, Reads reads = Reads::Vars) : ops_(ops.pointers()), reads_(reads) {}
   void next() {
-    if (slots_ != end_) prefetchSlots(*slots_++);
-    if (rest_ == end_) return;
-    if (reads_ == Reads::Vars) prefetchVars(*rest_++, false);
-    else prefetchText(*rest_++);
+    const size_t i = at_++;
+    if (i + kSlotsAhead < ops_.size()) prefetchSlots(*ops_[i + kSlotsAhead]);
+    if (i + kVarsAhead >= ops_.size()) return;
+    if (reads_ == Reads::Vars) prefetchVars(*ops_[i + kVarsAhead], false);
+    else prefetchText(*ops_[i + kVarsAhead]);
   }
 
  private:
+  std::span<Op* const> ops_;
   Reads reads_;
-  std::list<Op>::const_iterator end_, slots_, rest_;
+  size_t at_ = 0;
 };
 
 // The same for a walk over `ops[i]`, i ascending (a region's op pointers).

@@ -25,7 +25,7 @@ std::vector<BufferView> bufferViewsOf(const Op& op) {
 }
 
 BufferAliases::BufferAliases(const Block& block) {
-  for (const Op& op : block.ops)
+  for (const Op& op : block.inOrder())
     for (const BufferView& v : bufferViewsOf(op)) {
       buffer_of_[v.view] = v.buffer;
       views_of_[v.buffer].push_back(v.view);

@@ -62,7 +62,7 @@ Result ruleSqueezeGrad(const OpView& op) {
   const Var* v = x ? x : xs;
   if (!known(v)) return std::nullopt;
   std::string why;
-  auto xdims = squeezeGradXDims(v->shape, !x, known(dx) ? dx->shape : ShapeDims{}, &why);
+  auto xdims = squeezeGradXDims(v->shape, !x, known(dx) ? ShapeDims(dx->shape) : ShapeDims{}, &why);
   if (!xdims) return fail(op, "/inputs/XShape/0", why);
   if (auto e = requireDims(op, "/outputs", "X@GRAD", dx, *xdims, x ? "X's dims" : "XShape's dims[1:]")) return e;
   int64_t n = 1;

@@ -200,7 +200,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       std::vector<const Op*> gathered_matmuls;
       for (auto& b : p.blocks)
-        for (Op& op : b->ops) {
+        for (Op& op : b->inOrder()) {
           auto coll = commCollective(op);
           if (!coll || (!backward_too && !classify && isBackwardOp(op))) continue;
           CollectiveMatmulResult r = matchCollectiveMatmul(op, *coll, job, explaining);

@@ -64,7 +64,7 @@ class FuseAllreduceSplit final : public Pass {
       ProgramSets& mine = sets[p.position];
       std::vector<std::pair<Op*, Collective>> allreduces;
       for (auto& b : p.blocks)
-        for (Op& op : b->ops) {
+        for (Op& op : b->inOrder()) {
           if (op.hasDistAttr())
             for (std::string& e : eventsToWait(op)) mine.awaited.insert(std::move(e));
           auto coll = asCollective(op);

@@ -110,7 +110,7 @@ class OverlapCollectives final : public Pass {
       w.pos.assign(p.next_op_id, 0);
       uint32_t at = 0;
       w.one_stream = p.blocks.size() == 1;  // every op on the default stream, no events
-      for (Op& op : entry.ops) {
+      for (Op& op : entry.inOrder()) {
         w.pos[op.id] = at++;
         const OpFacts& f = facts.facts(op);
         w.one_stream = w.one_stream && f.stream == 0 && !f.has_events;

@@ -45,7 +45,7 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
     return false;
   };
   std::vector<std::vector<Op*>> regions(1);
-  for (Op& op : entry.ops) {
+  for (Op& op : entry.inOrder()) {
     const bool movable = facts ? inRegion(facts->facts(op).phase) && !facts->facts(op).has_sub_block
                                : inRegion(phaseOf(op)) && !op.attrs.has("sub_block");
     if (movable) regions.back().push_back(&op);
@@ -58,13 +58,7 @@ std::vector<std::vector<Op*>> scheduleRegions(Block& entry, RegionPhases phases,
 void applyOrder(const std::vector<Op*>& region, const std::vector<Op*>& order) {
   // Only the ops between the first and the last place where the orders differ move: a region that
   // keeps its order journals no move, so the verifier after the pass re-checks no ring for it.
-  size_t first = 0, last = order.size();
-  while (first < last && region[first] == order[first]) ++first;
-  while (last > first && region[last - 1] == order[last - 1]) --last;
-  if (first == last) return;
-  Block& b = *region.front()->block;
-  Block::OpIter before = last < region.size() ? region[last]->self : std::next(region.back()->self);
-  for (size_t i = first; i < last; ++i) b.moveOp(order[i], before);
+  if (!region.empty()) region.front()->block->reorderRun(region, order);
 }
 
 namespace {

@@ -62,7 +62,7 @@ class RegatherActivations final : public Pass {
     table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       BlockOwners owners(p);
       for (auto& b : p.blocks)
-        for (Op& op : b->ops) {
+        for (Op& op : b->inOrder()) {
           auto coll = asCollective(op);
           if (!coll || coll->kind != CollectiveKind::AllGather) continue;
           RegatherResult r = matchRegather(op, *coll, owners, ctx.explaining());

@@ -58,7 +58,7 @@ void ProgramChecker::checkBlock(const Block& b, size_t block_index) {
       checkVar(v);
       if (v.hasDistAttr()) sharded.push_back({block_index, vi, &v});
     }
-  for (const Op& op : b.ops) {
+  for (const Op& op : b.inOrder()) {
     if (full()) return;  // messages walk the block: stay linear
     checkOp(op, true);
   }
@@ -143,7 +143,7 @@ void ProgramChecker::checkOp(const Op& op, bool note_issue) {
 
 void ProgramChecker::noteIssues(const std::set<int64_t>* rings) {
   for (const auto& b : program_.blocks)
-    for (const Op& op : b->ops) {
+    for (const Op& op : b->inOrder()) {
       ResolvedOp r = resolveOp(op.type);
       if (!r) continue;
       issues_p2p = issues_p2p || r.def->p2p.has_value();

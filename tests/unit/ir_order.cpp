@@ -1,5 +1,9 @@
 // Op order in a block: moveOp keeps identity and def-use; cached positions follow every edit; the
 // op builder makes collectives in either dialect; phase and stream accessors.
+#include <algorithm>
+#include <random>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include "io/loader.h"
@@ -74,6 +78,65 @@ TEST_CASE("moveOp keeps id, address and def-use, positions follow", "[ir][order]
   b.eraseOp(n);
   CHECK(b.indexOf(scale) == 3);
   CHECK(c->readers.size() == 1);  // the scale (the inserted relu is gone)
+}
+
+TEST_CASE("positions and inOrder equal a walk of the list after any mix of edits", "[ir][order][property]") {
+  // A chain of 40 relus, edited at random: inserts, erases, moves and reordered runs, with the
+  // positions asked for in between (each query repairs the numbering the edits left).
+  std::string ops, vars = R"({"name":"v0","shape":[2],"dtype":"float32"})";
+  for (int i = 0; i < 40; ++i) {
+    ops += std::string(i ? "," : "") + R"({"type":"relu","inputs":{"X":["v)" + std::to_string(i) + R"("]},"outputs":{"Out":["v)" +
+           std::to_string(i + 1) + R"("]}})";
+    vars += R"(,{"name":"v)" + std::to_string(i + 1) + R"(","shape":[2],"dtype":"float32"})";
+  }
+  const std::string text = R"({"format":"sp-opt.program","version":1,"world_size":1,"programs":[{"rank":0,"blocks":[{"idx":0,"parent_idx":-1,"vars":[)" +
+                           vars + R"(],"ops":[)" + ops + "]}]}]}";
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    auto job = loadJobFromText(text, "chain.json");
+    Block& b = *job->programs[0]->blocks[0];
+    std::mt19937 rng(seed);
+    auto pick = [&](size_t n) { return size_t(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+    auto checkAgainstList = [&] {
+      auto in_order = b.inOrder();
+      REQUIRE(in_order.size() == b.ops.size());
+      size_t i = 0;
+      for (Op& op : b.ops) {
+        REQUIRE(&in_order[i] == &op);
+        REQUIRE(b.indexOf(&op) == i);
+        ++i;
+      }
+    };
+    checkAgainstList();
+    OpBuilder builder(b);
+    for (int step = 0; step < 200; ++step) {
+      std::vector<Op*> now = opPointers(b);
+      switch (pick(5)) {
+        case 0: {  // insert a relu before some op (or at the end)
+          Var* out = builder.freshVar("n", {2}, DType::Float32);
+          NewOp n = builder.create(opDef("relu")).input("X", {b.lookup("v0")}).output("Out", {out});
+          if (size_t at = pick(now.size() + 1); at < now.size()) n.insertBefore(*now[at]);
+          else n.insertAt(b, b.ops.end());
+          break;
+        }
+        case 1:
+          if (now.size() > 4) b.eraseOp(now[pick(now.size())]);
+          break;
+        case 2:
+          b.moveOp(now[pick(now.size())], now[pick(now.size())]->self);
+          break;
+        case 3: {  // a contiguous run put in a shuffled order
+          size_t first = pick(now.size()), len = 1 + pick(std::min<size_t>(8, now.size() - first));
+          std::vector<Op*> run(now.begin() + ptrdiff_t(first), now.begin() + ptrdiff_t(first + len)), order = run;
+          std::shuffle(order.begin(), order.end(), rng);
+          b.reorderRun(run, order);
+          break;
+        }
+        default:
+          checkAgainstList();
+      }
+    }
+    checkAgainstList();
+  }
 }
 
 TEST_CASE("op builder makes collectives in the program's dialect", "[ir][builder]") {
