@@ -1,9 +1,11 @@
 #pragma once
 // Walks over the ops of a large job wait on memory: once a job outgrows the cache, each op's slot
 // array and each arg's Var is a miss. A walk that reads its ops' args keeps a lookahead in front
-// of it that asks for those lines early: the slot arrays of the op kSlotsAhead places ahead, the
-// Vars (and their shapes' storage, one op later) of the op kVarsAhead places ahead, which the
-// earlier hint has brought in. Hints only: no result depends on them.
+// of it that asks for those lines early: the op kOpAhead places ahead (read from Block::inOrder's
+// array, so asking costs no walk), the slot arrays of the op kSlotsAhead places ahead, the Vars
+// (and their shapes' storage, one op later) of the op kVarsAhead places ahead, which the earlier
+// hints have brought in. The distances are the ones that walked the 1M-op job's liveness fastest
+// (8% faster than 4 and 2 places; 32, 16 and 8 gave no more). Hints only: no result depends on them.
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -12,7 +14,7 @@
 
 namespace spopt {
 
-inline constexpr size_t kSlotsAhead = 4, kVarsAhead = 2;
+inline constexpr size_t kOpAhead = 16, kSlotsAhead = 8, kVarsAhead = 4;
 
 inline void prefetchSlots(const Op& op) {
   __builtin_prefetch(op.inputs.data());
@@ -42,6 +44,7 @@ class OpLookahead {
   explicit OpLookahead(OpRange<const Op> ops, Reads reads = Reads::Vars) : ops_(ops.pointers()), reads_(reads) {}
   void next() {
     const size_t i = at_++;
+    if (i + kOpAhead < ops_.size()) __builtin_prefetch(ops_[i + kOpAhead]);
     if (i + kSlotsAhead < ops_.size()) prefetchSlots(*ops_[i + kSlotsAhead]);
     if (i + kVarsAhead >= ops_.size()) return;
     if (reads_ == Reads::Vars) prefetchVars(*ops_[i + kVarsAhead], false);
