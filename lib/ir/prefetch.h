@@ -59,6 +59,7 @@ class OpLookahead {
 
 // The same for a walk over `ops[i]`, i ascending (a region's op pointers).
 inline void lookAhead(const std::vector<Op*>& ops, size_t i) {
+  if (i + kOpAhead < ops.size()) __builtin_prefetch(ops[i + kOpAhead]);
   if (i + kSlotsAhead < ops.size()) prefetchSlots(*ops[i + kSlotsAhead]);
   if (i + kVarsAhead < ops.size()) prefetchVars(*ops[i + kVarsAhead], false);
   if (i + 1 < ops.size()) prefetchVars(*ops[i + 1], true);
