@@ -347,6 +347,7 @@ class TextReader : text::SpmdLexer {
     const Op* last = &b.ops.back();
     while (!pending_.empty() && pending_.back().op == last) pending_.pop_back();
     b.ops.pop_back();
+    b.invalidatePositions();
     --b.program->next_op_id;
   }
 

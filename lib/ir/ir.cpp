@@ -303,6 +303,8 @@ Op& Block::appendOp() {
     op.cached_index = uint32_t(order_.size());
     order_.push_back(&op);
     positions_size_ = ops.size();
+  } else {
+    positions_dirty_ = renumber_all_ = true;  // the list was edited directly before: number it all
   }
   return op;
 }

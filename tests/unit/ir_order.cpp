@@ -139,6 +139,19 @@ TEST_CASE("positions and inOrder equal a walk of the list after any mix of edits
   }
 }
 
+TEST_CASE("appendOp keeps positions; an op dropped from the list directly is renumbered away", "[ir][order]") {
+  auto job = loadJobFromText(kOrderJob, "t.json");
+  Block& b = *job->programs[0]->blocks[0];
+  Op& appended = b.appendOp();
+  CHECK(b.indexOf(&appended) == 4);
+  b.ops.pop_back();  // as the text reader drops an op it could not finish
+  Op& again = b.appendOp();
+  auto in_order = b.inOrder();
+  REQUIRE(in_order.size() == 5);
+  CHECK(&in_order[4] == &again);
+  CHECK(b.indexOf(&again) == 4);
+}
+
 TEST_CASE("op builder makes collectives in the program's dialect", "[ir][builder]") {
   auto job = loadJobFromText(kOrderJob, "t.json");
   Block& b = *job->programs[0]->blocks[0];
