@@ -139,7 +139,7 @@ TEST_CASE("positions and inOrder equal a walk of the list after any mix of edits
   }
 }
 
-TEST_CASE("appendOp keeps positions; an op dropped from the list directly is renumbered away", "[ir][order]") {
+TEST_CASE("appendOp keeps positions, and an op dropped from the list directly is renumbered away", "[ir][order]") {
   auto job = loadJobFromText(kOrderJob, "t.json");
   Block& b = *job->programs[0]->blocks[0];
   Op& appended = b.appendOp();
