@@ -174,8 +174,9 @@ class LivenessBuilder {
       }
     };
     const bool has_sub_blocks = p_.blocks.size() > 1;  // else no op's sub_block names another block
-    OpLookahead ahead(b.inOrder());
-    for (const Op& op : b.inOrder()) {
+    const OpRange<const Op> in_order = b.inOrder();
+    OpLookahead ahead(in_order);
+    for (const Op& op : in_order) {
       ahead.next();
       const OpFacts* f = o_.facts ? &o_.facts->facts(op) : nullptr;
       const bool loss = (f ? f->phase : phaseOf(op)) == Phase::Loss;

@@ -213,8 +213,9 @@ void writeBlock(Out& o, const Block& b, int level) {
     } else if (k == "ops") {
       // Writing is a walk too: the slot arrays, arg names and attrs' text of the ops ahead are
       // asked for early (a rewritten job's new ops lie away from the loaded ones).
-      OpLookahead ahead(b.inOrder(), OpLookahead::Reads::Text);
-      lines(o, b.inOrder(), level + 1, [&](const Op& op) {
+      const OpRange<const Op> in_order = b.inOrder();
+      OpLookahead ahead(in_order, OpLookahead::Reads::Text);
+      lines(o, in_order, level + 1, [&](const Op& op) {
         ahead.next();
         writeOp(o, op);
       });

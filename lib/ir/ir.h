@@ -170,7 +170,7 @@ class OpRange {
  public:
   class iterator {
    public:
-    using iterator_category = std::random_access_iterator_tag;
+    using iterator_category = std::forward_iterator_tag;
     using value_type = std::remove_const_t<O>;
     using difference_type = std::ptrdiff_t;
     using pointer = O*;
@@ -182,8 +182,6 @@ class OpRange {
     iterator& operator++() { return ++at_, *this; }
     iterator operator++(int) { return iterator(at_++); }
     bool operator==(const iterator& o) const { return at_ == o.at_; }
-    difference_type operator-(const iterator& o) const { return at_ - o.at_; }
-    Op* const* address() const { return at_; }
 
    private:
     Op* const* at_ = nullptr;

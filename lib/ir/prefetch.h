@@ -36,6 +36,13 @@ inline void prefetchText(const Op& op) {
   __builtin_prefetch(op.attrs.compactText().data());
 }
 
+// The op kOpAhead places after place `i` of `ops`, and the slot arrays of the one kSlotsAhead
+// places after: what every lookahead below asks for.
+inline void prefetchOpsAhead(std::span<Op* const> ops, size_t i) {
+  if (i + kOpAhead < ops.size()) __builtin_prefetch(ops[i + kOpAhead]);
+  if (i + kSlotsAhead < ops.size()) prefetchSlots(*ops[i + kSlotsAhead]);
+}
+
 // For a walk over `ops` (Block::inOrder): call next() once per op, before reading it. `reads`:
 // what the walk reads of an op beyond its slot arrays, its args' Vars or (a writer) its text.
 class OpLookahead {
@@ -44,8 +51,7 @@ class OpLookahead {
   explicit OpLookahead(OpRange<const Op> ops, Reads reads = Reads::Vars) : ops_(ops.pointers()), reads_(reads) {}
   void next() {
     const size_t i = at_++;
-    if (i + kOpAhead < ops_.size()) __builtin_prefetch(ops_[i + kOpAhead]);
-    if (i + kSlotsAhead < ops_.size()) prefetchSlots(*ops_[i + kSlotsAhead]);
+    prefetchOpsAhead(ops_, i);
     if (i + kVarsAhead >= ops_.size()) return;
     if (reads_ == Reads::Vars) prefetchVars(*ops_[i + kVarsAhead], false);
     else prefetchText(*ops_[i + kVarsAhead]);
@@ -59,8 +65,7 @@ class OpLookahead {
 
 // The same for a walk over `ops[i]`, i ascending (a region's op pointers).
 inline void lookAhead(const std::vector<Op*>& ops, size_t i) {
-  if (i + kOpAhead < ops.size()) __builtin_prefetch(ops[i + kOpAhead]);
-  if (i + kSlotsAhead < ops.size()) prefetchSlots(*ops[i + kSlotsAhead]);
+  prefetchOpsAhead(ops, i);
   if (i + kVarsAhead < ops.size()) prefetchVars(*ops[i + kVarsAhead], false);
   if (i + 1 < ops.size()) prefetchVars(*ops[i + 1], true);
 }
