@@ -156,9 +156,12 @@ class LivenessBuilder {
     std::vector<Use> ext;
     std::unordered_map<const Var*, size_t> ext_at;  // index in ext
     int32_t i = 0;
-    auto use = [&](const Var* v, uint8_t kind) {
-      if (v->block == &b) {
-        VarState& st = vars_[v->id];
+    // In a program of one block every var an op names is the block's own: the use is recorded by
+    // the id the arg holds, without loading the Var (the walk's cache miss per arg).
+    const bool one_block = p_.blocks.size() == 1;
+    auto use = [&](const Var* v, uint32_t id, uint8_t kind) {
+      if (one_block || v->block == &b) {
+        VarState& st = vars_[id];
         st.var = v;
         if (!st.touched) {
           if (kind & kWrite) st.first_write = i;
@@ -188,13 +191,13 @@ class LivenessBuilder {
         const bool reads = view ? view->readsBuffer(s.name) : !(shape_only >> si & 1);
         uint8_t kind = !o_.no_need_buffer || reads ? kRead : kShapeRead;
         for (const Arg& a : s.args)
-          if (a.var) use(a.var, kind);
+          if (a.var) use(a.var, a.var.id(), kind);
       }
       for (const Slot& s : op.outputs)
         for (const Arg& a : s.args)
           if (a.var) {
-            use(a.var, kWrite);
-            if (loss && a.var->id < vars_.size()) vars_[a.var->id].loss_written = 1;
+            use(a.var, a.var.id(), kWrite);
+            if (loss && a.var.id() < vars_.size()) vars_[a.var.id()].loss_written = 1;
           }
       if (!has_sub_blocks) {
         ++i;
@@ -206,8 +209,8 @@ class LivenessBuilder {
         // Reads before writes within the sub-block: a read-write of an outer var counts as a read
         // first (conservative for inputs).
         for (const Use& u : externalUses(*sub)) {
-          if (u.kinds & (kRead | kShapeRead)) use(u.var, u.kinds & kRead ? kRead : kShapeRead);
-          if (u.kinds & kWrite) use(u.var, kWrite);
+          if (u.kinds & (kRead | kShapeRead)) use(u.var, u.var->id, u.kinds & kRead ? kRead : kShapeRead);
+          if (u.kinds & kWrite) use(u.var, u.var->id, kWrite);
         }
       }
       ++i;

@@ -127,9 +127,28 @@ struct Var {
   std::vector<int64_t> dimsMapping() const;
 };
 
+// An arg's var and that var's id, kept together: assigning the pointer sets the id. A walk that
+// needs only which var an arg names (liveness, the schedulers' dependences) reads the id beside
+// the slot and never loads the Var, a cache miss per arg on a big job.
+class VarRef {
+ public:
+  static constexpr uint32_t kNoId = UINT32_MAX;
+  VarRef() = default;
+  VarRef(Var* v) : var_(v), id_(v ? v->id : kNoId) {}  // NOLINT: an arg's var is assigned as a pointer
+  VarRef& operator=(Var* v) { return *this = VarRef(v); }
+  operator Var*() const { return var_; }  // NOLINT
+  Var* operator->() const { return var_; }
+  Var& operator*() const { return *var_; }
+  uint32_t id() const { return id_; }  // kNoId while unresolved
+
+ private:
+  Var* var_ = nullptr;
+  uint32_t id_ = kNoId;
+};
+
 struct Arg {
   std::string_view name;
-  Var* var = nullptr;  // resolved after load; null only while loading
+  VarRef var;  // resolved after load; null only while loading
 };
 struct Slot {
   std::string_view name;

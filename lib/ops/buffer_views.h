@@ -30,6 +30,12 @@ class BufferAliases {
     auto it = buffer_of_.find(v);
     return it == buffer_of_.end() ? v : it->second;
   }
+  // storage(v)'s id, read without loading `v` where it is no view (most vars).
+  uint32_t storageId(const VarRef& v) const {
+    if (buffer_of_.empty()) return v.id();
+    auto it = buffer_of_.find(static_cast<const Var*>(v));
+    return it == buffer_of_.end() ? v.id() : it->second->id;
+  }
   // The views into `buffer` (empty when it has none).
   const std::vector<const Var*>& viewsOf(const Var* buffer) const {
     static const std::vector<const Var*> kNone;

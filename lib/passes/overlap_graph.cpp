@@ -28,8 +28,8 @@ RegionGraph buildRegionGraph(const std::vector<Op*>& region, const std::vector<d
   if (sc.writer.size() < nv) sc.writer.resize(nv, -1), sc.head.resize(nv, -1), sc.tail.resize(nv, -1);
   sc.pool.clear();
   sc.touched.clear();
-  auto slot = [&](const Var* v) {
-    uint32_t id = uint32_t((aliases ? aliases->storage(v) : v)->id);
+  auto slot = [&](const VarRef& v) {
+    const uint32_t id = aliases ? aliases->storageId(v) : v.id();
     if (sc.writer[id] == -1 && sc.head[id] == -1) sc.touched.push_back(id);
     return id;
   };

@@ -53,7 +53,7 @@ class SegmentFinder {
       for (const Slot& s : op.inputs)
         for (const Arg& a : s.args) {
           if (!a.var || a.var->block != &entry_ || !readsBuffer(op, s.name)) continue;
-          RecomputeVarUse& u = use_[a.var->id];
+          RecomputeVarUse& u = use_[a.var.id()];
           if (fwd) u.last_fwd = int64_t(i);
           if (bwd && u.first_bwd < 0) u.first_bwd = int64_t(i);
         }
