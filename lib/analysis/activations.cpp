@@ -23,10 +23,6 @@ const std::string& LayerNamer::next(const Op& op) {
   return current_;
 }
 
-namespace {
-bool isBackward(Phase p) { return p == Phase::Backward || p == Phase::LossGrad; }
-}  // namespace
-
 ActivationReport activationMemory(const Program& p) {
   ActivationReport r;
   std::unordered_map<std::string, size_t> layer_index;

@@ -100,13 +100,22 @@ class LivenessBuilder {
     return l;
   }
 
-  // The entry block's buffers only (forEachEntryBuffer): its walk (and its sub-blocks'), no lists.
+  // The entry block's buffers only (forEachEntryBuffer): its walk (and its sub-blocks'), no lists;
+  // then one pass over its vars, in the order they were made (their ids' order, and the order of
+  // their memory).
   void entryBuffers(const Block& entry, absl::FunctionRef<void(const Var&, int32_t, int32_t)> f) {
     BlockLiveness bl;
     walk(entry, &bl);
-    for (const VarState& s : vars_) {
-      if (!s.var || s.last < 0 || s.var->block != &entry || s.var->persistable) continue;
-      f(*s.var, s.input ? -1 : s.first_write, keptToEndGiven(*s.var, s.loss_written) ? -1 : s.last);
+    for (const auto& owned : entry.vars) {
+      const Var& v = *owned;
+      if (v.removed) continue;
+      if (v.persistable) {
+        f(v, -1, -1);
+        continue;
+      }
+      const VarState& s = vars_[v.id];
+      if (!s.var || s.last < 0) continue;  // untouched or shape-only: no buffer
+      f(v, s.input ? -1 : s.first_write, keptToEndGiven(v, s.loss_written) ? -1 : s.last);
     }
   }
 

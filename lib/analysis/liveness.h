@@ -73,10 +73,10 @@ const Block* entryBlockOf(const Program& p);
 // One walk over every op of every block (plus one over each block's vars).
 Liveness computeProgramLiveness(const Program& p, const LivenessOptions& o = {});
 // The entry block's buffers as computeProgramLiveness(p, o).entry() has them, without building its
-// lists (a peak needs each buffer's span only): f(var, born, dies) once per non-persistable var of
-// the entry block that has a buffer, in var id order; born: the op index of its first write (-1:
-// live on entry), dies: the op index it dies after (-1: never). Walks the entry block and the
-// sub-blocks its ops own.
+// lists (a peak needs each buffer's span only): f(var, born, dies) once per var of the entry block
+// that has a buffer, in var id order; born: the op index of its first write (-1: live on entry),
+// dies: the op index it dies after (-1: never). A persistable var is live on entry and never dies.
+// Walks the entry block and the sub-blocks its ops own.
 void forEachEntryBuffer(const Program& p, const LivenessOptions& o, absl::FunctionRef<void(const Var&, int32_t born, int32_t dies)> f);
 // A var that never dies: persistable, fetched by its program, the loss (written by an op whose
 // op_role is Loss: a training script fetches it at run time, which its saved program does not

@@ -68,9 +68,7 @@ MemoryProfile profileMemory(const Program& p, const Liveness& live, size_t top_n
 int64_t peakBytes(const Program& p, const LivenessOptions& o, std::vector<int32_t>* dies_after) {
   const Block* b = entryBlockOf(p);
   if (!b) return 0;
-  Wide start = 0;
-  for (const auto& v : b->vars)
-    if (!v->removed && v->persistable) start += varBytes(*v);
+  Wide start = 0;  // the persistable vars and the inputs: live on entry
   // [i]: bytes born at op i, and released after it. An op's own sums saturate at int64's limit:
   // released bytes reach it only where born bytes did first, so the peak is clamped either way.
   struct Change {

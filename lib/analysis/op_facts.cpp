@@ -54,12 +54,29 @@ void OpFactsCache::readAll(const Job& job) {
 
 double OpFactsCache::cost(const Op& op) {
   Entry& e = entry(op);
-  if (e.cost < 0) {
+  if (e.cost_epoch != cost_epoch_) {
     if (!model_) throw std::logic_error("OpFactsCache::cost: the cache has no hardware model");
     // Most ops compute only: their facts, when read, spare the collective and send lookups.
     e.cost = e.known && e.facts.kernel_only ? kernelSeconds(op, *model_) : opCostSeconds(op, *model_);
+    e.cost_epoch = cost_epoch_;
   }
   return e.cost;
+}
+
+void OpFactsCache::clear() {
+  by_program_.clear();
+  comm_.clear();
+  ++cost_epoch_;
+}
+
+void OpFactsCache::refresh(const EditJournal& j) {
+  for (const std::vector<Op*>* ops : {&j.ops, &j.execution})
+    for (const Op* op : *ops) {
+      if (j.erased.contains(op)) continue;
+      Entry& e = entry(*op);
+      if (ops == &j.ops) e.cost_epoch = 0;
+      fill(*op, e);
+    }
 }
 
 uint32_t OpFactsCache::internStream(std::string_view raw, const Op& op) {

@@ -57,6 +57,26 @@ class OpFactsCache final : public RingFacts {
   OpFactsCache& operator=(const OpFactsCache&) = delete;
 
   const HardwareModel& model() const { return *model_; }
+  // Costs under `m` while it lives: a pass that costs the ops of a cache it did not make (the pass
+  // manager's, passes/pass.h) sets its model for as long as it costs. Costs read under another
+  // model, or before, are not read again.
+  class ModelScope {
+   public:
+    ModelScope(OpFactsCache& cache, const HardwareModel& m) : cache_(cache), was_(cache.model_) {
+      cache.model_ = &m;
+      ++cache.cost_epoch_;
+    }
+    ~ModelScope() {
+      cache_.model_ = was_;
+      ++cache_.cost_epoch_;
+    }
+    ModelScope(const ModelScope&) = delete;
+    ModelScope& operator=(const ModelScope&) = delete;
+
+   private:
+    OpFactsCache& cache_;
+    const HardwareModel* was_;
+  };
   double cost(const Op& op);
   Phase phase(const Op& op) { return facts(op).phase; }
   const OpFacts& facts(const Op& op) {
@@ -76,6 +96,13 @@ class OpFactsCache final : public RingFacts {
   void readAll(const Job& job);
   // Drops what was read of `op` (its attrs or dist_attr changed); its cost stays.
   void forget(const Op& op) { entry(op).known = false; }
+  // Reads again what `j` records as edited (an op's args, attrs or execution attributes; a new
+  // op), in journal order on this thread, and drops the costs of ops whose args or attrs changed:
+  // a cache complete before the edits is complete after them (moved and erased ops keep their
+  // entries, which hold for them).
+  void refresh(const EditJournal& j);
+  // Drops every entry (the ops' facts and costs), as a cache just made.
+  void clear();
   // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.
   const CommFacts& comm(uint32_t index) const { return index < comm_.size() ? comm_[index] : kNoComm; }
   const CommFacts& comm(const OpFacts& f) const { return comm(f.comm); }
@@ -86,7 +113,8 @@ class OpFactsCache final : public RingFacts {
   struct Entry {
     OpFacts facts;
     bool known = false;
-    double cost = -1;  // -1: not computed yet
+    uint32_t cost_epoch = 0;  // the cost_epoch_ `cost` was computed in (0: never)
+    double cost = 0;
   };
   static inline const CommFacts kNoComm{};
   Entry& entry(const Op& op) {
@@ -102,6 +130,7 @@ class OpFactsCache final : public RingFacts {
   uint32_t internStream(std::string_view raw, const Op& op);
 
   const HardwareModel* model_ = nullptr;
+  uint32_t cost_epoch_ = 1;  // bumped whenever model_ changes
   std::vector<std::vector<Entry>> by_program_;
   std::vector<CommFacts> comm_;
   std::vector<std::string> stream_names_{"default"};

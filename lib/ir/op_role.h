@@ -32,6 +32,8 @@ const char* phaseName(Phase p);  // "forward", "backward", "optimize", "loss", "
 Phase phaseOfRole(int64_t role);
 // The op's phase; Unknown when op_role is missing or not an integer.
 Phase phaseOf(const Op& op);
+// The backward's phases: the gradient ops and the loss's own gradient.
+inline bool isBackward(Phase p) { return p == Phase::Backward || p == Phase::LossGrad; }
 // The op_role integer of a phase (Unknown is not allowed: std::logic_error).
 int roleOf(Phase p);
 // Sets attrs.op_role to the phase's value (keeping its position when present).

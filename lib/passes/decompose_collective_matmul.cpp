@@ -69,7 +69,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     if (opts_.mode == "off") return false;
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "decompose-collective-matmul");
     Table table(job, {"decompose", "decomposed", "decomposition", "an all-gather or reduce-scatter next to a matmul"});
-    collect(job, table, ctx.explaining(), ctx.explaining() || ctx.collectingStatistics(), opts_.phases == "all");
+    collect(job, ctx.facts(job), table, ctx.explaining(), ctx.explaining() || ctx.collectingStatistics(), opts_.phases == "all");
     const RingOrder rings = ctx.receivedRingOrder(job);
     // Each program's live bytes, profiled at the first site of it the cost model keeps (most jobs'
     // sites are refused before: no profile), and for the statistics.
@@ -196,13 +196,16 @@ class DecomposeCollectiveMatmul final : public Pass {
   // phases=forward refuses anyway is matched only to be counted and explained (`classify`):
   // otherwise it is no candidate, which decides nothing differently (no forward site's matmul is
   // fed by a backward all-gather, and a refused all-gather decomposes none).
-  void collect(Job& job, Table& table, bool explaining, bool classify, bool backward_too) const {
+  // `facts`: every op's, read (most ops do not communicate).
+  void collect(Job& job, OpFactsCache& facts, Table& table, bool explaining, bool classify, bool backward_too) const {
     table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       std::vector<const Op*> gathered_matmuls;
       for (auto& b : p.blocks)
         for (Op& op : b->inOrder()) {
+          const OpFacts& f = facts.facts(op);
+          if (!f.communicates) continue;
           auto coll = commCollective(op);
-          if (!coll || (!backward_too && !classify && isBackwardOp(op))) continue;
+          if (!coll || (!backward_too && !classify && isBackward(f.phase))) continue;
           CollectiveMatmulResult r = matchCollectiveMatmul(op, *coll, job, explaining);
           if (!r.candidate) continue;
           if (r.match && r.match->form == CollectiveMatmulForm::AllGather)

@@ -70,8 +70,8 @@ class OverlapCollectives final : public Pass {
   bool run(Job& job, PassContext& ctx) override {
     const HardwareModel model = passMachineModel(job, opts_.preset, opts_.link, "overlap-collectives");
     const RegionPhases phases = *regionPhasesNamed(opts_.phases);  // the option's choices are its names
-    OpFactsCache facts(model);  // each op costed once, for both simulations and the schedule
-    facts.readAll(job);         // each program's ops on a thread of its own
+    OpFactsCache& facts = ctx.facts(job);  // read once for the pipeline
+    OpFactsCache::ModelScope costed(facts, model);  // each op costed once, for both simulations and the schedule
     // The job before the pass is simulated for the statistics only; the job after is always
     // walked, the proof that the new orders cannot hang across rings (timed for the statistics).
     const bool statistics = ctx.collectingStatistics();

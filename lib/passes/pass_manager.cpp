@@ -17,6 +17,10 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
   KnownAnalyses known;  // of the job as the next pass gets it
   IssueOrders own_orders;
   IssueOrders& issue_orders = opts.issue_orders ? *opts.issue_orders : own_orders;  // as the last check left them
+  // Every op's facts, read by the first pass that asks and kept for the next ones: brought up to
+  // date from a journaled pass's journal, and read again in full after a pass that kept none.
+  auto facts = std::make_unique<OpFactsCache>();
+  bool facts_complete = false;
   for (const ConfiguredPass& cp : pipeline) {
     PassRun run;
     run.name = cp.info->name;
@@ -28,6 +32,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     if (opts.verify_each && issue_orders.state && issue_orders.state->job == &job)
       given.issue_lists = [&issue_orders] { return issueLists(*issue_orders.state); };
     ctx.receive(std::move(given));
+    ctx.shareFacts(facts.get(), &facts_complete);
     auto pass = cp.info->create(cp.options);
     EditJournal journal;
     struct Attach {  // detached however the pass ends
@@ -39,6 +44,10 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     run.changed = pass->run(job, ctx);
     run.time_ms = msSince(t0);
     job.journal = nullptr;
+    if (run.changed && facts_complete) {
+      if (opts.verify_each && cp.info->journaled) facts->refresh(journal);
+      else facts = std::make_unique<OpFactsCache>(), facts_complete = false;
+    }
     // A pass that changed the job leaves only what it measured after its edits; one that changed
     // nothing leaves the job as it got it, so what was known still holds.
     if (run.changed) known = std::move(ctx.left);

@@ -59,10 +59,12 @@ class RegatherActivations final : public Pass {
     Table table(job, {"re-gather", "re-gathered", "re-gather", "a forward all-gather"});
     // Each program's all-gathers are matched on a thread of their own (the matcher reads only the
     // all-gather's program), then entered in program order.
+    OpFactsCache& facts = ctx.facts(job);  // read once for the pipeline: most ops do not communicate
     table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
       BlockOwners owners(p);
       for (auto& b : p.blocks)
         for (Op& op : b->inOrder()) {
+          if (!facts.facts(op).communicates) continue;
           auto coll = asCollective(op);
           if (!coll || coll->kind != CollectiveKind::AllGather) continue;
           RegatherResult r = matchRegather(op, *coll, owners, ctx.explaining());
@@ -104,7 +106,8 @@ class RegatherActivations final : public Pass {
       for (auto& p : job.programs) stats.peak_before.raiseTo(memoryOf(*p).peak_before);
     table.rewriteChanged(job, rewriteRegather);
     std::vector<int64_t> peaks(job.programs.size());
-    parallelFor(job.programs.size(), [&](size_t i) { peaks[i] = peakBytes(*job.programs[i]); });  // each reads its program only
+    ctx.factsAfterEdits(job);  // with the re-gathers just added
+    parallelFor(job.programs.size(), [&](size_t i) { peaks[i] = peakBytes(*job.programs[i], {true, &facts}); });  // each reads its program only
     for (auto& p : job.programs) {
       stats.peak_after.raiseTo(peaks[p->position]);
       ctx.leavePeakBytes(*p, peaks[p->position]);  // overlap-collectives' peak before, without a walk of its own

@@ -32,10 +32,7 @@ const Op* BlockOwners::anchorIn(const Op* op, const Block* b) const {
   return nullptr;
 }
 
-bool isBackwardOp(const Op& op) {
-  Phase ph = phaseOf(op);
-  return ph == Phase::Backward || ph == Phase::LossGrad;
-}
+bool isBackwardOp(const Op& op) { return isBackward(phaseOf(op)); }
 
 namespace {
 
