@@ -10,6 +10,7 @@
 
 #include "gen_jobs.h"
 #include "io/loader.h"
+#include "analysis/op_facts.h"
 #include "passes/pass_manager.h"
 #include "passes/registry.h"
 #include "verify/verifier.h"
@@ -125,14 +126,14 @@ std::vector<std::string> runJournaled(Job& job, const std::string& text, bool* c
   return unjournaled(before, job, journal);
 }
 
-}  // namespace
+struct Case {
+  std::string pass, before;  // the pass, and the pipeline that prepares its input
+  int64_t tp;
+};
 
-TEST_CASE("every journaled built-in pass records each op and var it adds, erases or changes", "[passes][verify]") {
-  struct Case {
-    std::string pass, before;  // the pass, and the pipeline that prepares its input
-    int64_t tp;
-  };
-  const std::vector<Case> cases = {
+// Each built-in pass on a job it rewrites.
+std::vector<Case> journaledCases() {
+  return {
       {"fuse-allreduce-split", "", 2},
       {"regather-activations", "fuse-allreduce-split", 2},
       {"overlap-collectives", "fuse-allreduce-split,regather-activations", 2},
@@ -142,8 +143,27 @@ TEST_CASE("every journaled built-in pass records each op and var it adds, erases
       {"decompose-collective-matmul{mode=always,phases=all}", "fuse-allreduce-split", 4},
       {"recompute-activations", "fuse-allreduce-split", 2},
   };
+}
+
+// What `a` and `b` read of `op` differs in (empty: nothing).
+std::string factsDiffer(OpFactsCache& a, OpFactsCache& b, const Op& op) {
+  const OpFacts &x = a.facts(op), &y = b.facts(op);
+  if (x.phase != y.phase) return "phase";
+  if (a.streamName(x.stream) != b.streamName(y.stream)) return "stream";
+  if (x.shape_only_inputs != y.shape_only_inputs || x.many_inputs != y.many_inputs) return "shape-only inputs";
+  if (x.has_sub_block != y.has_sub_block || x.has_events != y.has_events) return "sub-block or events";
+  if (x.communicates != y.communicates || x.kernel_comm != y.kernel_comm || x.kernel_only != y.kernel_only) return "role";
+  const CommFacts &cx = a.comm(x), &cy = b.comm(y);
+  if (cx.ring_id != cy.ring_id || !(cx.sig == cy.sig || (cx.sig.numel < 0 && cy.sig.numel < 0))) return "ring or signature";
+  if (cx.p2p.has_value() != cy.p2p.has_value()) return "send or receive";
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every journaled built-in pass records each op and var it adds, erases or changes", "[passes][verify]") {
   std::set<std::string> covered;
-  for (const Case& c : cases) {
+  for (const Case& c : journaledCases()) {
     INFO(c.pass << " after [" << c.before << "], tp " << c.tp);
     auto job = spopt::test::smallGptJob(c.tp);
     if (!c.before.empty()) REQUIRE(runPipeline(parsePipeline(c.before, PassRegistry::builtin()), *job).ok);
@@ -168,4 +188,38 @@ TEST_CASE("the journal check sees an edit made around the journal", "[passes][ve
   const std::vector<std::string> missed = unjournaled(before, *job, journal);
   REQUIRE(missed.size() == 1);
   CHECK(missed[0].rfind("rank 1: changed op ", 0) == 0);
+}
+
+// The pass manager reads every op's facts once for the pipeline and brings them up to date from
+// each pass's journal (PassContext::facts): after any built-in pass, what it holds must equal a
+// fresh read of the job.
+TEST_CASE("op facts read before a pass and refreshed from its journal equal a fresh read", "[passes][facts]") {
+  for (const Case& c : journaledCases()) {
+    INFO(c.pass << " after [" << c.before << "], tp " << c.tp);
+    auto job = spopt::test::smallGptJob(c.tp);
+    if (!c.before.empty()) REQUIRE(runPipeline(parsePipeline(c.before, PassRegistry::builtin()), *job).ok);
+    OpFactsCache kept;
+    kept.readAll(*job);
+    bool changed = false;
+    EditJournal journal;
+    {
+      Pipeline pipeline = parsePipeline(c.pass, PassRegistry::builtin());
+      const ConfiguredPass& cp = pipeline.front();
+      job->journal = &journal;
+      PassContext ctx(false, &cp.info->statistics, true);
+      changed = cp.info->create(cp.options)->run(*job, ctx);
+      job->journal = nullptr;
+    }
+    REQUIRE(changed);
+    kept.refresh(journal);
+    OpFactsCache fresh;
+    fresh.readAll(*job);
+    std::vector<std::string> differ;
+    for (const auto& p : job->programs)
+      for (const auto& b : p->blocks)
+        for (const Op& op : b->ops)
+          if (std::string what = factsDiffer(kept, fresh, op); !what.empty())
+            differ.push_back("rank " + std::to_string(p->rank) + " op " + std::to_string(op.id) + " (" + std::string(op.type) + "): " + what);
+    CHECK(differ == std::vector<std::string>{});
+  }
 }
