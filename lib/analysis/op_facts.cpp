@@ -69,14 +69,17 @@ void OpFactsCache::clear() {
   ++cost_epoch_;
 }
 
-void OpFactsCache::refresh(const EditJournal& j) {
-  for (const std::vector<Op*>* ops : {&j.ops, &j.execution})
-    for (const Op* op : *ops) {
+void OpFactsCache::refresh(const EditJournal& j, JournalCursor& from) {
+  for (auto [ops, done] : {std::pair{&j.ops, &from.ops}, std::pair{&j.execution, &from.execution}}) {
+    for (size_t k = *done; k < ops->size(); ++k) {
+      const Op* op = (*ops)[k];
       if (j.erased.contains(op)) continue;
       Entry& e = entry(*op);
       if (ops == &j.ops) e.cost_epoch = 0;
       fill(*op, e);
     }
+    *done = ops->size();
+  }
 }
 
 uint32_t OpFactsCache::internStream(std::string_view raw, const Op& op) {

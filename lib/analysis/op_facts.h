@@ -99,8 +99,15 @@ class OpFactsCache final : public RingFacts {
   // Reads again what `j` records as edited (an op's args, attrs or execution attributes; a new
   // op), in journal order on this thread, and drops the costs of ops whose args or attrs changed:
   // a cache complete before the edits is complete after them (moved and erased ops keep their
-  // entries, which hold for them).
-  void refresh(const EditJournal& j);
+  // entries, which hold for them). With a cursor: only the records after it, which it then passes.
+  struct JournalCursor {
+    size_t ops = 0, execution = 0;
+  };
+  void refresh(const EditJournal& j, JournalCursor& from);
+  void refresh(const EditJournal& j) {
+    JournalCursor all;
+    refresh(j, all);
+  }
   // Drops every entry (the ops' facts and costs), as a cache just made.
   void clear();
   // What `f` (an op's facts) has beside it: the defaults when it is neither a collective nor a send.

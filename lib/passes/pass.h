@@ -21,9 +21,9 @@
 
 #include <absl/functional/function_ref.h>
 
-#include "analysis/op_facts.h"
 #include "analysis/ring_order.h"
 #include "ir/ir.h"
+#include "passes/pipeline_facts.h"
 #include "passes/refusal.h"
 #include "passes/statistic.h"
 
@@ -205,33 +205,14 @@ class PassContext {
   // Records the peak bytes of `p` as this pass leaves the job: measured after its last edit of `p`.
   void leavePeakBytes(const Program& p, int64_t bytes) { left.setPeakBytes(p.position, bytes); }
   void receive(KnownAnalyses known) { received_ = std::move(known); }  // by the pass manager
-  // Every op's facts (analysis/op_facts.h), read once for the whole pipeline: the pass manager's
-  // cache, which it brings up to date from each pass's journal, or the context's own. Read in
-  // full at a pass's first request; the pass forgets or reads again the ops it edits, as with a
-  // cache of its own (what another thread may read: op_facts.h).
-  OpFactsCache& facts(const Job& job) {
-    OpFactsCache& f = shared_facts_ ? *shared_facts_ : own_facts_;
-    bool& complete = shared_facts_ ? *shared_complete_ : own_complete_;
-    if (!complete) f.readAll(job);
-    complete = true;
-    return f;
-  }
-  // facts(job) with the pass's own edits so far read in: those its journal records (every edit of
-  // a journaled pass, ir/ir.h), or, with no journal attached, every op read again.
-  OpFactsCache& factsAfterEdits(Job& job) {
-    OpFactsCache& f = facts(job);
-    if (job.journal) f.refresh(*job.journal);
-    else {
-      f.clear();
-      f.readAll(job);
-    }
-    return f;
-  }
-  // By the pass manager: its cache, and whether every op of the job is read into it.
-  void shareFacts(OpFactsCache* facts, bool* complete) {
-    shared_facts_ = facts;
-    shared_complete_ = complete;
-  }
+  // Every op's facts (analysis/op_facts.h) as the job is now, read once for the whole pipeline
+  // (PipelineFacts: the pass manager's, or the context's own). Asked before the pass's first
+  // erase; the pass then forgets or reads again the ops it edits, as with a cache of its own
+  // (what other threads may read: op_facts.h).
+  OpFactsCache& facts(const Job& job) { return facts_->current(job); }
+  // facts(job) with the pass's own edits so far read in.
+  OpFactsCache& factsAfterEdits(const Job& job) { return facts_->afterOwnEdits(job); }
+  void shareFacts(PipelineFacts* facts) { facts_ = facts; }  // by the pass manager
   // The rings' issue orders of the job as this pass received it: from what the verifier kept, or
   // a walk of every op. Valid until this pass edits a collective.
   RingOrder receivedRingOrder(const Job& job) const {
@@ -244,10 +225,8 @@ class PassContext {
 
  private:
   KnownAnalyses received_;
-  OpFactsCache* shared_facts_ = nullptr;
-  bool* shared_complete_ = nullptr;
-  OpFactsCache own_facts_;
-  bool own_complete_ = false;
+  PipelineFacts own_facts_;
+  PipelineFacts* facts_ = &own_facts_;
   bool collect_explain_;
   bool collect_statistics_;
   const std::vector<StatisticSpec>* statistics_;

@@ -17,10 +17,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
   KnownAnalyses known;  // of the job as the next pass gets it
   IssueOrders own_orders;
   IssueOrders& issue_orders = opts.issue_orders ? *opts.issue_orders : own_orders;  // as the last check left them
-  // Every op's facts, read by the first pass that asks and kept for the next ones: brought up to
-  // date from a journaled pass's journal, and read again in full after a pass that kept none.
-  auto facts = std::make_unique<OpFactsCache>();
-  bool facts_complete = false;
+  PipelineFacts facts;  // every op's, read by the first pass that asks (PassContext::facts)
   for (const ConfiguredPass& cp : pipeline) {
     PassRun run;
     run.name = cp.info->name;
@@ -32,7 +29,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     if (opts.verify_each && issue_orders.state && issue_orders.state->job == &job)
       given.issue_lists = [&issue_orders] { return issueLists(*issue_orders.state); };
     ctx.receive(std::move(given));
-    ctx.shareFacts(facts.get(), &facts_complete);
+    ctx.shareFacts(&facts);
     auto pass = cp.info->create(cp.options);
     EditJournal journal;
     struct Attach {  // detached however the pass ends
@@ -44,10 +41,6 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
     run.changed = pass->run(job, ctx);
     run.time_ms = msSince(t0);
     job.journal = nullptr;
-    if (run.changed && facts_complete) {
-      if (opts.verify_each && cp.info->journaled) facts->refresh(journal);
-      else facts = std::make_unique<OpFactsCache>(), facts_complete = false;
-    }
     // A pass that changed the job leaves only what it measured after its edits; one that changed
     // nothing leaves the job as it got it, so what was known still holds.
     if (run.changed) known = std::move(ctx.left);
@@ -70,6 +63,7 @@ PipelineResult runPipeline(const Pipeline& pipeline, Job& job, const PassManager
         result.problems = std::move(problems);
       }
     }
+    facts.passEnded(run.changed, opts.verify_each && cp.info->journaled ? &journal : nullptr);  // after the check reads it
     result.runs.push_back(std::move(run));
     if (opts.after_pass) opts.after_pass(result.runs.back().name, job);
     if (!result.ok) break;
