@@ -20,6 +20,11 @@ class FusedViews {
   // The views made in `block` (ops/buffer_views.h) whose buffer has room for all of them.
   explicit FusedViews(const Block& block);
   bool empty() const { return members_.empty(); }
+  // The buffer `member` is a slice of (null when it is no member).
+  const Var* bufferOf(const Var& member) const {
+    auto it = members_.find(&member);
+    return it == members_.end() ? nullptr : it->second.buffer;
+  }
   // After `writer` wrote `var`: `value(v)` is v's current tensor (empty when it has none); copies
   // the member into its buffer slice, or the buffer out to its members (making theirs if absent
   // through `make`). The coalesce_tensor op itself fills both: nothing to do.

@@ -6,6 +6,7 @@
 #include "analysis/p2p.h"
 #include "ops/op_view.h"
 #include "ir/op_role.h"
+#include "runtime/fused_views.h"
 #include "runtime/op_site.h"
 
 namespace spopt::rt {
@@ -40,7 +41,18 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
   plan.uses.assign(p.next_var_id, 0);
   plan.is_input.assign(p.next_var_id, 0);
 
-  // Per var: its last writer, and its last reader on each stream since that write.
+  // A member of a fused buffer and the buffer are one value to the streams: replay copies a
+  // member's write into its slice of the buffer and a write of the buffer out to every member
+  // (fused_views.h), so an op reading the buffer (the fused all-reduce) waits for the ops writing
+  // its members, and an op reading a member for the op writing the buffer. Paddle's executor
+  // orders the ops around coalesce_tensor the same way.
+  const FusedViews fused(entry);
+  auto key = [&](const Var& v) -> uint32_t {
+    const Var* buffer = fused.empty() ? nullptr : fused.bufferOf(v);
+    return buffer ? buffer->id : v.id;
+  };
+  // Per var (per fused buffer, for its members): its last writer, and its last reader on each
+  // stream since that write.
   const size_t vars = p.next_var_id;
   std::vector<size_t> last_writer(vars, kNone);
   std::vector<size_t> last_reader(plan.multi() ? vars * n_streams : 0, kNone);
@@ -59,12 +71,12 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
     };
     forEachArg(op.inputs, [&](const Var& v) {
       if (last_writer[v.id] == kNone) plan.is_input[v.id] = 1;
-      if (plan.multi()) wait_for(last_writer[v.id]);
+      if (plan.multi()) wait_for(last_writer[key(v)]);
     });
     if (plan.multi()) {
       forEachArg(op.outputs, [&](const Var& v) {
-        wait_for(last_writer[v.id]);
-        for (size_t t = 0; t < n_streams; ++t) wait_for(last_reader[v.id * n_streams + t]);
+        wait_for(last_writer[key(v)]);
+        for (size_t t = 0; t < n_streams; ++t) wait_for(last_reader[key(v) * n_streams + t]);
       });
       for (const std::string& e : eventsToWait(op))
         if (auto it = recorded.find(e); it != recorded.end()) wait_for(it->second);
@@ -81,12 +93,12 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
           plan.waits[i].push_back(StreamWait{uint32_t(t), pos_in_stream[need[t]] + 1, need[t]});
           need[t] = kNone;
         }
-      forEachArg(op.inputs, [&](const Var& v) { last_reader[v.id * n_streams + s] = i; });
+      forEachArg(op.inputs, [&](const Var& v) { last_reader[key(v) * n_streams + s] = i; });
       forEachArg(op.outputs, [&](const Var& v) {
-        for (size_t t = 0; t < n_streams; ++t) last_reader[v.id * n_streams + t] = kNone;
+        for (size_t t = 0; t < n_streams; ++t) last_reader[key(v) * n_streams + t] = kNone;
       });
     }
-    forEachArg(op.outputs, [&](const Var& v) { last_writer[v.id] = i; });
+    forEachArg(op.outputs, [&](const Var& v) { last_writer[v.id] = i, last_writer[key(v)] = i; });
     auto use = [&](const Var& v) {
       if (counted[v.id] != uint32_t(i)) counted[v.id] = uint32_t(i), ++plan.uses[v.id];
     };

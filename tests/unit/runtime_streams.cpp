@@ -95,6 +95,42 @@ TEST_CASE("an in-place write waits for the readers of the old value on other str
   for (size_t i = 0; i < single.kept.size(); ++i) CHECK(tensorChecksum(streamed.kept[i].second) == tensorChecksum(single.kept[i].second));
 }
 
+TEST_CASE("an op reading a fused buffer waits for the writers of its members, and a member's reader for the buffer's writer", "[runtime][streams]") {
+  // coalesce_tensor makes ga and gb slices of fused; two scales write the slices on the compute
+  // stream; the all-reduce of fused runs on a comm stream (as overlap-collectives leaves it); the
+  // last op reads gb. Replay copies each slice's write into the buffer and the all-reduced buffer
+  // back out (fused_views.h), so the all-reduce must wait for the second scale, not only for
+  // coalesce_tensor, and the reader of gb for the all-reduce even without the event.
+  auto job = loadJobFromText(R"(sp-opt.program text 1
+world_size 1
+group ring_id=0 ranks=[0]
+
+rank 0 fetch=[out] {
+  block 0 parent=-1 {
+    var a : float32[2] persistable
+    var b : float32[3] persistable
+    var x : float32[2]
+    var y : float32[3]
+    var ga : float32[2]
+    var gb : float32[3]
+    var fused : float32[5]
+    var out : float32[3]
+    {Output=[ga, gb], FusedOutput=[fused]} = coalesce_tensor(Input=[a, b]) {copy_data=false, set_constant=false, constant=0.0, dtype=5, op_role=1}
+    {Out=[ga]} = scale(X=[x]) {scale=1.0, bias=1.0, bias_after_scale=true, op_role=1}
+    {Out=[gb]} = scale(X=[y]) {scale=1.0, bias=1.0, bias_after_scale=true, op_role=1}
+    {Out=[fused]} = c_allreduce_sum(X=[fused]) {ring_id=0, op_role=1} dist={execution_stream="comm_ring_0"}
+    {Out=[out]} = scale(X=[gb]) {scale=1.0, bias=0.0, bias_after_scale=true, op_role=1}
+  }
+}
+)",
+                             "fused.sptxt");
+  const Program& p = *job->programs[0];
+  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  REQUIRE(plan.names == std::vector<std::string>{"default", "comm_ring_0"});
+  CHECK(waits(plan, 3) == std::vector<std::string>{"default:3@2"});  // gb's scale, the 3rd op of default
+  CHECK(waits(plan, 4) == std::vector<std::string>{"comm_ring_0:1@3"});
+}
+
 TEST_CASE("events_to_wait orders an op after the last earlier op recording the event", "[runtime][streams]") {
   // 0 a->b (side, records e1), 1 c->d (default, waits e1: no data flows between them),
   // 2 b->e (default, waits e2: never recorded earlier, so no wait), 3 ... records e2 too late
