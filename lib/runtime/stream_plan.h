@@ -13,6 +13,7 @@
 //    yet recorded, which the nccl backend follows),
 //  - the previous collective of its ring has finished (a ring's collectives are issued in program
 //    order on every rank, so they pair by issue order whatever stream each is on).
+// A member of a fused buffer (runtime/fused_views.h) counts as the buffer in these rules.
 // `depend` and `nop` need nothing more: their inputs make them wait like any op.
 // Every wait points to an op earlier in program order, so a program that replays on one stream
 // cannot deadlock on several.
