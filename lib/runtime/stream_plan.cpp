@@ -45,7 +45,7 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
   // member's write into its slice of the buffer and a write of the buffer out to every member
   // (fused_views.h), so an op reading the buffer (the fused all-reduce) waits for the ops writing
   // its members, and an op reading a member for the op writing the buffer. Paddle's executor
-  // orders the ops around coalesce_tensor the same way.
+  // adds dependences of its own around coalesce_tensor too (its interpreter's DependencyBuilder).
   const FusedViews fused(entry);
   auto key = [&](const Var& v) -> uint32_t {
     const Var* buffer = fused.empty() ? nullptr : fused.bufferOf(v);
