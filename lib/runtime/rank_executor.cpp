@@ -94,7 +94,7 @@ struct Cancelled {};
 class RankExecutor {
  public:
   RankExecutor(const Program& p, Communicator& comm, const ExecOptions& o)
-      : p_(p), b_(entryBlock(p)), comm_(comm), o_(o), plan_(planStreams(p, b_, !o.single_stream)), values_(p.next_var_id),
+      : p_(p), b_(entryBlock(p)), comm_(comm), o_(o), fused_(b_), plan_(planStreams(p, b_, !o.single_stream, fused_)), values_(p.next_var_id),
         remaining_(p.next_var_id), streams_(plan_.names.size()), events_(plan_.names.size()) {
     for (size_t id = 0; id < remaining_.size(); ++id) remaining_[id].store(plan_.uses[id], std::memory_order_relaxed);
   }
@@ -157,10 +157,10 @@ class RankExecutor {
   const Block& b_;
   Communicator& comm_;
   const ExecOptions& o_;
+  const FusedViews fused_;  // before plan_, which orders the streams by it
   const StreamPlan plan_;
   Values values_;
   std::vector<Tensor> prepared_;  // by Var::id: program inputs made before the step, until their first read
-  FusedViews fused_{b_};
   std::vector<std::atomic<uint32_t>> remaining_;  // by Var::id: ops still to use it
   std::mutex mu_;
   std::condition_variable cv_;

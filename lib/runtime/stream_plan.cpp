@@ -6,7 +6,6 @@
 #include "analysis/p2p.h"
 #include "ops/op_view.h"
 #include "ir/op_role.h"
-#include "runtime/fused_views.h"
 #include "runtime/op_site.h"
 
 namespace spopt::rt {
@@ -16,7 +15,7 @@ constexpr size_t kNone = size_t(-1);
 
 }  // namespace
 
-StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams) {
+StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams, const FusedViews& fused) {
   StreamPlan plan;
   plan.names.push_back("default");
   std::unordered_map<std::string, uint32_t> index{{"default", 0}};
@@ -46,7 +45,6 @@ StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams
   // (fused_views.h), so an op reading the buffer (the fused all-reduce) waits for the ops writing
   // its members, and an op reading a member for the op writing the buffer. Paddle's executor
   // adds dependences of its own around coalesce_tensor too (its interpreter's DependencyBuilder).
-  const FusedViews fused(entry);
   auto key = [&](const Var& v) -> uint32_t {
     const Var* buffer = fused.empty() ? nullptr : fused.bufferOf(v);
     return buffer ? buffer->id : v.id;

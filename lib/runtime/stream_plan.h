@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "runtime/fused_views.h"
 
 namespace spopt::rt {
 
@@ -46,7 +47,8 @@ struct StreamPlan {
 };
 
 // `honour_streams` false puts every op on stream 0 (a single-stream replay of the same program).
-// Linear in the program size (times the number of streams, a handful).
-StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams);
+// `fused`: the entry block's fused buffers, as the executor keeps them in step. Linear in the
+// program size (times the number of streams, a handful).
+StreamPlan planStreams(const Program& p, const Block& entry, bool honour_streams, const FusedViews& fused);
 
 }  // namespace spopt::rt

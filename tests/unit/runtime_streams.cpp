@@ -68,14 +68,14 @@ TEST_CASE("a read waits for its producer on another stream, not for ops of its o
                                      scale("b", "e", "side") + "," + add("d", "e", "h")),
                              "t.json");
   const Program& p = *job->programs[0];
-  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  StreamPlan plan = planStreams(p, entryBlock(p), true, FusedViews(entryBlock(p)));
   REQUIRE(plan.names == std::vector<std::string>{"default", "side"});
   CHECK(waits(plan, 0).empty());
   CHECK(waits(plan, 1) == std::vector<std::string>{"default:1@0"});
   CHECK(waits(plan, 2) == std::vector<std::string>{"side:1@1"});
   CHECK(waits(plan, 3) == std::vector<std::string>{"default:1@0"});
   CHECK(waits(plan, 4) == std::vector<std::string>{"side:2@3"});
-  StreamPlan single = planStreams(p, entryBlock(p), false);
+  StreamPlan single = planStreams(p, entryBlock(p), false, FusedViews(entryBlock(p)));
   CHECK(single.names.size() == 1);
   for (size_t i = 0; i < single.waits.size(); ++i) CHECK(single.waits[i].empty());
 }
@@ -87,7 +87,7 @@ TEST_CASE("an in-place write waits for the readers of the old value on other str
                                      scale("b", "d", "side") + "," + add("c", "d", "h")),
                              "t.json");
   const Program& p = *job->programs[0];
-  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  StreamPlan plan = planStreams(p, entryBlock(p), true, FusedViews(entryBlock(p)));
   CHECK(waits(plan, 2) == std::vector<std::string>{"side:1@1"});
   CHECK(waits(plan, 3) == std::vector<std::string>{"default:2@2"});  // op 2 is the 2nd op of default
   RankRun streamed = runWithStreams(*job, false), single = runWithStreams(*job, true);
@@ -125,7 +125,7 @@ rank 0 fetch=[out] {
 )",
                              "fused.sptxt");
   const Program& p = *job->programs[0];
-  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  StreamPlan plan = planStreams(p, entryBlock(p), true, FusedViews(entryBlock(p)));
   REQUIRE(plan.names == std::vector<std::string>{"default", "comm_ring_0"});
   CHECK(waits(plan, 3) == std::vector<std::string>{"default:3@2"});  // gb's scale, the 3rd op of default
   CHECK(waits(plan, 4) == std::vector<std::string>{"comm_ring_0:1@3"});
@@ -142,7 +142,7 @@ TEST_CASE("events_to_wait orders an op after the last earlier op recording the e
                                      scale("e", "f", "side", R"(,"event_to_record":"e2")") + "," + add("b", "f", "h")),
                              "t.json");
   const Program& p = *job->programs[0];
-  StreamPlan plan = planStreams(p, entryBlock(p), true);
+  StreamPlan plan = planStreams(p, entryBlock(p), true, FusedViews(entryBlock(p)));
   CHECK(waits(plan, 1) == std::vector<std::string>{"side:1@0"});
   CHECK(waits(plan, 2).empty());
   CHECK(waits(plan, 3) == std::vector<std::string>{"default:2@2"});  // its input e (2nd op of default)
