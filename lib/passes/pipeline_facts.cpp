@@ -21,9 +21,12 @@ OpFactsCache& PipelineFacts::current(const Job& job) {
 }
 
 OpFactsCache& PipelineFacts::afterOwnEdits(const Job& job) {
+  if (!job.journal) {
+    readEveryOp(job);
+    return cache_;
+  }
   current(job);
-  if (job.journal) cache_.refresh(*job.journal, own_read_);
-  else readEveryOp(job);
+  cache_.refresh(*job.journal, own_read_);
   return cache_;
 }
 
