@@ -118,15 +118,14 @@ void ProgramChecker::checkOp(const Op& op, bool note_issue) {
     for (const auto& s : slots) {
       for (size_t k = 0; k < s.args.size(); ++k) {
         const Var* v = s.args[k].var;
-        if (!v || v->removed || v->name != s.args[k].name || !inScope(v, b)) {
-          resolved = false;
-          report(opPointer(op) + (dir == 0 ? "/inputs/" : "/outputs/") + pointerToken(s.name) + "/" + std::to_string(k),
-                 "var \"" + std::string(s.args[k].name) + "\" is not declared in block " + std::to_string(b.idx) + " or its ancestors");
-        } else if (s.args[k].var.id() != v->id) {  // an edit's bug, never the file's: walks read the id the arg holds
-          resolved = false;
-          report(opPointer(op) + (dir == 0 ? "/inputs/" : "/outputs/") + pointerToken(s.name) + "/" + std::to_string(k),
-                 "names var \"" + std::string(v->name) + "\" by id " + std::to_string(s.args[k].var.id()) + ", whose id is " + std::to_string(v->id));
-        }
+        std::string problem;
+        if (!v || v->removed || v->name != s.args[k].name || !inScope(v, b))
+          problem = "var \"" + std::string(s.args[k].name) + "\" is not declared in block " + std::to_string(b.idx) + " or its ancestors";
+        else if (s.args[k].var.id() != v->id)  // an edit's bug, never the file's: walks read the id the arg holds
+          problem = "names var \"" + std::string(v->name) + "\" by id " + std::to_string(s.args[k].var.id()) + ", whose id is " + std::to_string(v->id);
+        if (problem.empty()) continue;
+        resolved = false;
+        report(opPointer(op) + (dir == 0 ? "/inputs/" : "/outputs/") + pointerToken(s.name) + "/" + std::to_string(k), std::move(problem));
       }
     }
   }
