@@ -245,7 +245,8 @@ double kernelSeconds(const Op& op, const HardwareModel& m) {
     t = op.outputs[0].args[0].var->dtype;
   else if (!op.inputs.empty() && !op.inputs[0].args.empty() && op.inputs[0].args[0].var)
     t = op.inputs[0].args[0].var->dtype;
-  return computeSeconds(m, t, flops, bytes, gemmSizeOf(v));
+  // The GEMM's size matters only against a measured curve (a GPU preset has none).
+  return computeSeconds(m, t, flops, bytes, m.gemm_curve.empty() ? 0 : gemmSizeOf(v));
 }
 
 double computeSeconds(const HardwareModel& m, DType t, double flops, double bytes, double gemm_size) {

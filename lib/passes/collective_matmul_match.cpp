@@ -57,7 +57,7 @@ Use useOf(const Op& op, const Var* v) {
     return u;
   }
   // dOut of a matmul_v2_grad: its dX GEMM (dOut op(W)^T) has dOut's rows as rows.
-  if (std::string why = matmulGradSplitRefusal(op); !why.empty()) return u.why = {"unsplittable-grad", why}, u;
+  if (std::string_view why = matmulGradSplitRefusal(op); !why.empty()) return u.why = {"unsplittable-grad", std::string(why)}, u;
   if (auto r = rowAxisRefusal(mm, "Out@GRAD", "Y")) return u.why = *r, u;
   u.kind = Use::Row;
   u.grad = true;
@@ -116,7 +116,7 @@ CollectiveMatmulResult matchReduceScatter(Op& rs, const Collective& coll, int64_
   if ((matmul && mm.out("Out") != p) || (grad && mm.out("X@GRAD") != p) || (!matmul && !grad)) return {};
   auto name = [&](const Var* v) { return explaining ? std::string(v->name) : std::string(); };
   if (grad)
-    if (std::string why = matmulGradSplitRefusal(*w); !why.empty()) return refuse("unsplittable-grad", why);
+    if (std::string_view why = matmulGradSplitRefusal(*w); !why.empty()) return refuse("unsplittable-grad", std::string(why));
   const SiteMatmul site{w, grad};
   if (auto r = rowAxisRefusal(mm, site.rowSlot(), "Y")) return refuse(r->code, r->reason);
   if (p->readers.size() != 1 || p->persistable || rs.block->program->fetches(p->name))

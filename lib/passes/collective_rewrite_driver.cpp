@@ -110,11 +110,11 @@ void CandidateTable::refuseAll(const AgreedPosition& pos, const Refusal& why) {
   for (size_t i : pos.members) states_[i].refuse(why);
 }
 
-Refusal CandidateTable::sameInsertionSlot(const AgreedPosition& pos, const PlanOf& planned) const {
+Refusal CandidateTable::sameInsertionSlot(const AgreedPosition& pos, InsertedBefore before) const {
   const Ring& ring = *pos.ring;
-  size_t ref_slot = slotOf(ring.members.front(), planned(pos.members.front()).before);
+  size_t ref_slot = slotOf(ring.members.front(), before(pos.members.front()));
   for (size_t i = 1; i < ring.members.size(); ++i) {
-    size_t slot = slotOf(ring.members[i], planned(pos.members[i]).before);
+    size_t slot = slotOf(ring.members[i], before(pos.members[i]));
     if (slot != ref_slot)
       return refusal(refusal_code::kRingOrder,
                      "ring order would differ on rank " + std::to_string(ring.members[i].program->rank) + ": its " + wording_.noun +

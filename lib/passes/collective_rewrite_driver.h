@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <absl/functional/function_ref.h>
+
 #include "analysis/collectives.h"
 #include "analysis/ring_order.h"
 #include "ir/ir.h"
@@ -101,9 +103,10 @@ class CandidateTable {
 
   // For passes that insert a collective per member, `planned(candidate)`: the new op and where
   // it goes. Every member's new op must follow the same number of the ring's collectives; the
-  // ring-order refusal when not.
+  // ring-order refusal when not (read from where each goes, `before(candidate)`, only).
   using PlanOf = std::function<PlannedCollective(size_t candidate)>;
-  Refusal sameInsertionSlot(const AgreedPosition& pos, const PlanOf& planned) const;
+  using InsertedBefore = absl::FunctionRef<const Op*(size_t candidate)>;
+  Refusal sameInsertionSlot(const AgreedPosition& pos, InsertedBefore before) const;
   // Then the whole insertion set of each ring, of the positions' members still changing: the
   // order the rewrite produces (by insertion point, then k) must be the same on every member
   // (RingOrder::checkInsertions); a divergence refuses every insertion of that ring (ring-order).

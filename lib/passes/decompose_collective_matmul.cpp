@@ -79,10 +79,9 @@ class DecomposeCollectiveMatmul final : public Pass {
       if (!m) m = profileMemory(p, 0);
       return *m;
     };
-    auto planned = [&](size_t i) {
+    auto before = [&](size_t i) -> const Op* {
       const CollectiveMatmulMatch& m = table.match(i);
-      const Op* before = m.form == CollectiveMatmulForm::AllGather ? m.collective : m.matmuls.front().op;
-      return PlannedCollective{before, signatureOf(*m.collective, m.coll)};
+      return m.form == CollectiveMatmulForm::AllGather ? m.collective : m.matmuls.front().op;
     };
     Stats stats;
     int64_t saved_ns = 0;
@@ -92,7 +91,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     const std::vector<Weighed> weighed = weighAll(table, model);
     std::vector<CollectiveMatmulEstimate> estimates;  // [member][shape], one position at a time
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
-      if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
+      if (Refusal r = table.sameInsertionSlot(pos, before); !r.empty()) return r;
       // One shape for the ring's members (their exchanges pair): the shortest on the slowest member.
       const std::vector<RingShape>& shapes = weighed[pos.members.front()].shapes;
       estimates.clear();

@@ -33,7 +33,7 @@ Var* flatten2d(OpBuilder& b, Var* v, Op& before, const Op& like) {
 
 }  // namespace
 
-std::string matmulGradSplitRefusal(const Op& original) {
+std::string_view matmulGradSplitRefusal(const Op& original) {
   static const OpDef& matmul_grad = opDef("matmul_grad");
   if (!isA(original, matmul_grad)) return "not a matmul gradient";  // before the view: most ops are asked
   OpView op(original);
@@ -88,12 +88,12 @@ class SplitMatmulGrad final : public Pass {
         for (Op& op : blk->ops) {
           if (resolveOp(op.type).def != &matmul_grad) continue;
           ctx.countCandidate();
-          std::string why = matmulGradSplitRefusal(op);
+          std::string_view why = matmulGradSplitRefusal(op);
           if (why.empty()) {
             todo.emplace_back(&op, 0);
             continue;
           }
-          ExplainRecord r{p->rank, blk->idx, blk->indexOf(&op), std::string(op.type), false, "unsplittable", ctx.explaining() ? why : ""};
+          ExplainRecord r{p->rank, blk->idx, blk->indexOf(&op), std::string(op.type), false, "unsplittable", ctx.explaining() ? std::string(why) : ""};
           ctx.refuse(std::move(r));
         }
         for (auto& [op, unused] : todo) {

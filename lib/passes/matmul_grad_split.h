@@ -11,6 +11,7 @@
 // dX comes first, at the grad op's place: the op producing the value a collective waits for.
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ir/ir.h"
 #include "passes/pass.h"
@@ -24,7 +25,7 @@ struct MatmulGradSplit {
 
 // Why `op` cannot be split ("" when it can): not matmul_v2_grad, trans_x, Y not 2-D, unknown shapes,
 // a missing output.
-std::string matmulGradSplitRefusal(const Op& op);
+std::string_view matmulGradSplitRefusal(const Op& op);  // a literal: no allocation, most ops are asked
 // Splits `op` (matmulGradSplitRefusal(op) must be ""); the new ops keep its attrs (op_role,
 // op_namescope, ...) and dist_attr. `op` is erased.
 MatmulGradSplit splitMatmulGrad(Job& job, Op& op);

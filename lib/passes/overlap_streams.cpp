@@ -91,7 +91,8 @@ std::pair<size_t, size_t> assignCommStreams(Job& job, const std::vector<std::vec
       auto ring = commRing(*op, facts);
       if (!ring) continue;
       std::string stream = commStreamName(*ring);
-      if (op->executionStream() != stream) ++moved;
+      // The facts hold the stream read before the pass (interned): no attribute read per collective.
+      if ((facts ? facts->streamName(facts->facts(*op).stream) : op->executionStream()) != stream) ++moved;
       setExecutionStream(*op, job, stream);
       if (facts) facts->forget(*op);
       Block& blk = *op->block;

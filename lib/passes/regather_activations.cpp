@@ -72,10 +72,11 @@ class RegatherActivations final : public Pass {
         }
     });
     const RingOrder rings = ctx.receivedRingOrder(job);
-    auto planned = [&](size_t i) { return PlannedCollective{table.match(i).insert_before, signatureOf(*table.state(i).op, table.state(i).coll)}; };
+    auto before = [&](size_t i) -> const Op* { return table.match(i).insert_before; };
+    auto planned = [&](size_t i) { return PlannedCollective{before(i), signatureOf(*table.state(i).op, table.state(i).coll)}; };
     DecideOptions decide;
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
-      if (Refusal r = table.sameInsertionSlot(pos, planned); !r.empty()) return r;
+      if (Refusal r = table.sameInsertionSlot(pos, before); !r.empty()) return r;
       int64_t bytes = gatheredBytes(table, pos);
       if (bytes >= opts_.min_bytes) return {};
       return {"too-small", std::to_string(bytes) + " bytes gathered, under min-bytes=" + std::to_string(opts_.min_bytes)};

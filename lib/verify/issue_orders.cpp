@@ -27,16 +27,23 @@ std::set<int64_t> updateIssueOrders(IssueOrders::State& s, size_t program, const
     }
   }
   // Issue order is blocks order, then ops order (ProgramChecker's walk).
+  // A schedule that moves a ring's collectives mostly keeps their order: sorted already, the list stays.
   for (int64_t ring : unsorted) {
     auto it = lists.find(ring);
     if (it == lists.end()) continue;
-    std::vector<std::pair<std::pair<size_t, size_t>, IssuedCollective>> keyed;
-    keyed.reserve(it->second.size());
-    for (IssuedCollective& ic : it->second) keyed.push_back({{ic.op->block->position, ic.op->block->indexOf(ic.op)}, std::move(ic)});
-    std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    it->second.clear();
-    for (auto& [key, ic] : keyed) it->second.push_back(std::move(ic));
     changed.insert(ring);
+    auto key = [](const IssuedCollective& ic) { return std::pair{ic.op->block->position, ic.op->block->indexOf(ic.op)}; };
+    std::vector<std::pair<size_t, size_t>> keys;
+    keys.reserve(it->second.size());
+    for (const IssuedCollective& ic : it->second) keys.push_back(key(ic));
+    if (std::is_sorted(keys.begin(), keys.end())) continue;
+    std::vector<size_t> order(keys.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+    std::vector<IssuedCollective> sorted;
+    sorted.reserve(order.size());
+    for (size_t k : order) sorted.push_back(std::move(it->second[k]));
+    it->second = std::move(sorted);
   }
   std::erase_if(lists, [](const auto& entry) { return entry.second.empty(); });
   return changed;

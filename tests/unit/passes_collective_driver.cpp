@@ -213,7 +213,7 @@ TEST_CASE("driver: insertions must land after the same number of ring collective
     return PlannedCollective{before, signatureOf(*c.op)};
   };
   DecideOptions opts;
-  opts.check = [&](const AgreedPosition& pos) { return t.sameInsertionSlot(pos, planned); };
+  opts.check = [&](const AgreedPosition& pos) { return t.sameInsertionSlot(pos, [&](size_t i) { return planned(i).before; }); };
   CHECK(t.decide(rings, opts).empty());
   const CandidateState& c = at(t, *job, 0, 0);
   CHECK(c.refusal.code == "ring-order");
@@ -221,7 +221,7 @@ TEST_CASE("driver: insertions must land after the same number of ring collective
   // The same plan on both ranks agrees, and the whole insertion set then checks out.
   Table same = tableOf(*job, {});
   auto first = [&](size_t i) { return PlannedCollective{&*same.state(i).op->block->ops.begin(), signatureOf(*same.state(i).op)}; };
-  opts.check = [&](const AgreedPosition& pos) { return same.sameInsertionSlot(pos, first); };
+  opts.check = [&](const AgreedPosition& pos) { return same.sameInsertionSlot(pos, [&](size_t i) { return first(i).before; }); };
   auto agreed = same.decide(rings, opts);
   CHECK(agreed.size() == 2);
   same.checkInsertions(rings, agreed, first);
