@@ -60,6 +60,12 @@ def generate(layers, path):
 def timed(binary, args):
     """Runs `binary rewrite args`; returns (wall s, user+sys s, peak RSS KiB, stderr)."""
     tfile = os.path.join(work, "time.txt")
+    # Each run starts alike: no earlier output left to unlink, and none of its pages still dirty
+    # (the page cache writing back the last run's hundreds of MB would land in this run's time).
+    out = os.path.join(work, "out.json")
+    if os.path.exists(out):
+        os.remove(out)
+    os.sync()
     r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tfile, binary, "rewrite", *EXTRA, *args], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"bench-rewrite: {binary} rewrite {' '.join(args)} failed:\n{r.stderr}")
