@@ -49,6 +49,7 @@ import os, re, statistics, subprocess, sys
 work, gen, repeat, after, before = sys.argv[1:6]
 targets = [int(t) for t in sys.argv[6:]]
 repeat = int(repeat)
+OUT = os.path.join(work, "out.json")  # every timed run's output
 binaries = [("before", before), ("after", after)] if before else [("after", after)]
 SHAPE = os.environ.get("SPOPT_BENCH_SHAPE", "--tp 4 --hidden 64 --heads 4 --seq 16 --batch 2 --sequence-parallel").split()
 EXTRA = os.environ.get("SPOPT_BENCH_REWRITE_ARGS", "").split()
@@ -62,9 +63,8 @@ def timed(binary, args):
     tfile = os.path.join(work, "time.txt")
     # Each run starts alike: no earlier output left to unlink, and none of its pages still dirty
     # (the page cache writing back the last run's hundreds of MB would land in this run's time).
-    out = os.path.join(work, "out.json")
-    if os.path.exists(out):
-        os.remove(out)
+    if os.path.exists(OUT):
+        os.remove(OUT)
     os.sync()
     r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tfile, binary, "rewrite", *EXTRA, *args], capture_output=True, text=True)
     if r.returncode != 0:
@@ -86,8 +86,7 @@ def measure(binary, job, best):
     """One run of the full chain and one of the empty pipeline; keeps the best of each figure in `best`."""
     def keep(key, v):
         best[key] = min(best.get(key, v), v)
-    out = os.path.join(work, "out.json")
-    wall, cpu, rss, err = timed(binary, [job, out, timingFlag(binary)])
+    wall, cpu, rss, err = timed(binary, [job, OUT, timingFlag(binary)])
     keep("full_wall", wall); keep("full_cpu", cpu); keep("full_rss", rss)
     passes = [(name, float(t), float(v)) for name, t, v in PASS_LINE.findall(err)]
     if not passes:
@@ -97,7 +96,7 @@ def measure(binary, job, best):
     keep("verify", max(v for _, _, v in passes))
     best.setdefault("names", [name for name, _, _ in passes])
     full_wall, full_cpu = wall, cpu
-    wall, cpu, rss, _ = timed(binary, [job, out, "--passes="])
+    wall, cpu, rss, _ = timed(binary, [job, OUT, "--passes="])
     keep("empty_wall", wall); keep("empty_cpu", cpu)
     # The same round's pair: a ratio the machine's drift between rounds does not move.
     best.setdefault("round_wall", []).append(full_wall / wall)
