@@ -2,7 +2,9 @@
 // backward and optimizer ops (phases=backward+optimize, the default), of backward ops only
 // (phases=backward) or of all ops (phases=all) of the entry block:
 //  1. split every matmul_v2_grad into its dX and dW GEMMs (matmul_grad_split.h), when the run has
-//     a collective: the dX GEMM feeds a collective, the dW GEMM can fill its flight time;
+//     a collective: the dX GEMM feeds a collective, the dW GEMM can fill its flight time. Not a
+//     grad the cost model times under split-min-ns: the most a split gains is its dW GEMM's
+//     time, so a grad of a few nanoseconds (a toy width) would add four ops to gain nothing;
 //  2. reorder the run with a list scheduler against the analyze cost model (overlap_schedule.cpp):
 //     collectives as early as their inputs allow, independent work during their flight, their
 //     consumers as late as possible; a ring's collectives in program order, except that one
@@ -55,6 +57,7 @@ class OverlapCollectives final : public Pass {
     std::string preset = "h100-nvlink", link;  // machine_option.h
     int64_t window = 512;
     bool split_grads = true;
+    int64_t split_min_ns = 1000;
     bool ring_reorder = true;
   };
   // Simulated nanoseconds are analyze's simulateStep under the preset, the worst rank's; peaks are
@@ -125,7 +128,7 @@ class OverlapCollectives final : public Pass {
     editInParallel(job, work.size(), [&](size_t i) {
       ProgramSchedule& w = work[i];
       Block& entry = *w.program->blocks.front();
-      if (opts_.split_grads) w.split = splitGrads(entry, w.regions);
+      if (opts_.split_grads) std::tie(w.split, w.whole) = splitGrads(entry, w.regions, facts, double(opts_.split_min_ns) * 1e-9);
       for (auto& r : w.regions)  // the split's new ops (not collectives: their facts are the thread's own)
         for (Op* op : r) facts.facts(*op);
       aliases_of[w.program->position] = std::make_unique<BufferAliases>(entry);
@@ -138,6 +141,7 @@ class OverlapCollectives final : public Pass {
         changed = true;
         ctx.stats.notes["matmul-grad-split"] += w.split;
       }
+      if (w.whole) ctx.stats.notes["matmul-grad-under-split-min"] += w.whole;
       rings_reordered = rings_reordered || w.ring_reordered;
       prove_hang_free = prove_hang_free || !w.one_stream || !w.same_comm_order;
       outcomes.insert(outcomes.end(), w.outcomes.begin(), w.outcomes.end());
@@ -218,6 +222,7 @@ class OverlapCollectives final : public Pass {
   struct ProgramSchedule {
     Program* program = nullptr;
     size_t split = 0;        // matmul grads split
+    size_t whole = 0;        // splittable ones left whole: under split-min-ns
     size_t moved = 0, events = 0;  // collectives put on a comm stream, events added (assignCommStreams)
     std::vector<std::vector<Op*>> regions;
     std::vector<uint32_t> pos;  // [op id]: its index in the entry block before the pass
@@ -269,24 +274,32 @@ class OverlapCollectives final : public Pass {
     }
   }
 
-  // Splits every splittable matmul grad of `regions` (regions of `entry`) and lists each region's
-  // ops again; returns how many were split. A split puts its ops at the grad op's place, so a
-  // region is still the run between the same two ops outside it (or the block's ends).
-  static size_t splitGrads(Block& entry, std::vector<std::vector<Op*>>& regions) {
-    size_t split = 0;
+  // Splits every splittable matmul grad of `regions` (regions of `entry`) that `facts` times at
+  // `min_s` or more, and lists each region's ops again; returns how many were split and how many
+  // splittable ones were left whole. A split puts its ops at the grad op's place, so a region is
+  // still the run between the same two ops outside it (or the block's ends).
+  static std::pair<size_t, size_t> splitGrads(Block& entry, std::vector<std::vector<Op*>>& regions, OpFactsCache& facts, double min_s) {
+    size_t split = 0, whole = 0;
     for (auto& r : regions) {
       Op* before = r.front()->self == entry.ops.begin() ? nullptr : &*std::prev(r.front()->self);
       Op* after = std::next(r.back()->self) == entry.ops.end() ? nullptr : &*std::next(r.back()->self);
       size_t split_here = 0;
-      for (Op* op : r)
-        if (matmulGradSplitRefusal(*op).empty()) splitMatmulGrad(*entry.program->job, *op), ++split_here;
+      for (Op* op : r) {
+        if (!matmulGradSplitRefusal(*op).empty()) continue;
+        if (facts.cost(*op) < min_s) {
+          ++whole;
+          continue;
+        }
+        splitMatmulGrad(*entry.program->job, *op);
+        ++split_here;
+      }
       if (!split_here) continue;
       split += split_here;
       r.clear();
       for (auto it = before ? std::next(before->self) : entry.ops.begin(); it != (after ? after->self : entry.ops.end()); ++it)
         r.push_back(&*it);
     }
-    return split;
+    return {split, whole};
   }
 
   // Whether every region issues its communicating ops (collectives, sends, receives) in the
@@ -372,6 +385,8 @@ PassInfo overlapCollectivesPass() {
       machine[1],
       bindOption(&O::window, "window", "an op moves past at most this many earlier unscheduled ops (-1: no bound; 0: keep the order)"),
       bindOption(&O::split_grads, "split-grads", "split matmul_v2_grad into dX and dW GEMMs where a run has collectives"),
+      bindOption(&O::split_min_ns, "split-min-ns",
+                 "split only a grad the cost model times at this many ns or more (a split gains at most its dW GEMM's time); 0: every one"),
       bindOption(&O::ring_reorder, "ring-reorder",
                  "a ready collective may pass its ring's earlier ones while they wait for inputs (same order on every rank)"),
   };

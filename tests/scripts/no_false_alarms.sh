@@ -12,12 +12,12 @@ RANDOM=$seed
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 chains=(
   "sequence-parallel"
-  "fuse-allreduce-split,regather-activations,overlap-collectives{window=0}"
-  "fuse-allreduce-split,regather-activations,overlap-collectives{window=4}"
-  "fuse-allreduce-split,regather-activations,overlap-collectives{window=16,max-in-flight=1}"
-  "fuse-allreduce-split,regather-activations,overlap-collectives{phases=backward}"
-  "fuse-allreduce-split,regather-activations,overlap-collectives{phases=all,max-in-flight=2}"
-  "fuse-allreduce-split,regather-activations,overlap-collectives{phases=all,window=-1,max-in-flight=3}"
+  "fuse-allreduce-split,regather-activations,overlap-collectives{window=0,split-min-ns=0}"
+  "fuse-allreduce-split,regather-activations,overlap-collectives{window=4,split-min-ns=0}"
+  "fuse-allreduce-split,regather-activations,overlap-collectives{window=16,max-in-flight=1,split-min-ns=0}"
+  "fuse-allreduce-split,regather-activations,overlap-collectives{phases=backward,split-min-ns=0}"
+  "fuse-allreduce-split,regather-activations,overlap-collectives{phases=all,max-in-flight=2,split-min-ns=0}"
+  "fuse-allreduce-split,regather-activations,overlap-collectives{phases=all,window=-1,max-in-flight=3,split-min-ns=0}"
   "fuse-allreduce-split,overlap-collectives{split-grads=false}"
   "overlap-collectives"
 )
