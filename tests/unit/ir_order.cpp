@@ -226,3 +226,31 @@ TEST_CASE("phase and stream accessors", "[ir][role]") {
   CHECK(schedulingPriority(*ops[0]) == 7);
   CHECK(phaseOf(*ops[0]) == Phase::Loss);
 }
+
+TEST_CASE("a removed var's name is free: lookups miss it, a new var of the name takes it", "[ir][order]") {
+  auto job = loadJobFromText(kOrderJob, "t.json");
+  Block& b = *job->programs[0]->blocks[0];
+  Op* scale = &*std::next(b.ops.begin(), 2);
+  Op* allreduce = &*std::next(b.ops.begin(), 3);
+  Var* d = b.findLocal("d");
+  REQUIRE(d);
+  auto named = [](std::string_view name, std::vector<int64_t> shape) {
+    Var v;
+    v.name = name;
+    v.shape = shape;
+    return v;
+  };
+  CHECK(b.addVarIfNew(named("d", {4, 8})) == nullptr);  // taken
+  b.eraseOp(allreduce);
+  b.eraseOp(scale);
+  b.removeVar(d);
+  CHECK(b.findLocal("d") == nullptr);
+  CHECK(b.lookup("d") == nullptr);
+  Var* again = b.addVarIfNew(named("d", {2, 2}));
+  REQUIRE(again);
+  CHECK(again != d);
+  CHECK(b.findLocal("d") == again);
+  CHECK(again->shape.size() == 2);
+  CHECK(d->removed);
+  CHECK_FALSE(again->removed);
+}
