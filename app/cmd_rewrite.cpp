@@ -219,8 +219,7 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                      "sp-opt rewrite job.json out.json --passes=fuse-allreduce-split --explain", [](CLI::App& sub) {
                        auto o = std::make_shared<Options>();
                        sub.add_option("in", o->in, "Input job (- for stdin)")->required();
-                       // OUT is required even with --dry-run: CLI11 2.1 lets `--passes=` take the next
-                       // argument as its value unless it is a required positional still missing.
+                       // OUT is required even with --dry-run: one shape of command line for both.
                        sub.add_option("out", o->out, "Output job (- for stdout); not written with --dry-run")->required();
                        sub.add_option("--passes", o->passes,
                                       "Pipeline: a,b{opt=val},c; `--passes=` for none (default: " + std::string(kDefaultPipeline) +

@@ -42,6 +42,22 @@ std::optional<std::string> unknownSubcommand(const CLI::App& cli, int argc, char
   }
   return std::nullopt;
 }
+// The command line as CLI11 parses it (last word first). `--name=` becomes `--name` and an empty
+// word: CLI11 2.1 reads `--name=` as the option with no value and then takes the next word as its
+// value, so `rewrite --passes= in.json out.json --dry-run` read in.json as the pipeline.
+std::vector<std::string> argsForParse(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) {
+    std::string_view arg = argv[i];
+    if (arg.size() > 3 && arg.starts_with("--") && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
+      args.emplace_back();
+      args.emplace_back(arg.substr(0, arg.size() - 1));
+    } else {
+      args.emplace_back(arg);
+    }
+  }
+  return args;
+}
 // Every byte a command wrote to standard output must have arrived (a full disk, a closed pipe
 // reader): checked once, here, at the end of every command. Lost output is exit 2, one line.
 int checkStdoutAtExit(int code) {
@@ -109,7 +125,8 @@ int main(int argc, char** argv) {
   });
 
   try {
-    cli.parse(argc, argv);
+    cli.name(argv[0]);
+    cli.parse(app::argsForParse(argc, argv));
   } catch (const CLI::ParseError& e) {
     // CLI11 takes a word that names no subcommand for a stray argument and says only that a
     // subcommand is required: name the word instead.
