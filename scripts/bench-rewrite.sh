@@ -9,8 +9,8 @@
 # rewrite's work: no statistics collected, no explanations built), the process's user+sys CPU
 # seconds of both pipelines and their ratio (the steadier figure on a shared machine), the wall
 # ratio and the peak RSS of the full chain; then both ratios once more as the median of each
-# round's own pair (the full chain and the empty pipeline run back to back), which the machine's
-# drift between rounds moves less than a ratio of two bests. A binary without --timing is read
+# round's own pair (the full chain and the empty pipeline run back to back, in either order by
+# turns), which the machine's drift between rounds moves less than a ratio of two bests. A binary without --timing is read
 # through --stats (the same lines; such a binary computed its statistics whether asked or not).
 #
 # With --before OLD, every cell reads "old -> new": both binaries on the same files, their runs
@@ -87,10 +87,14 @@ def timingFlag(binary):
 
 PASS_LINE = re.compile(r"^  (\S+): ([0-9.]+) ms \(verify ([0-9.]+) ms\)", re.M)
 
-def measure(binary, job, best):
-    """One run of the full chain and one of the empty pipeline; keeps the best of each figure in `best`."""
+def measure(binary, job, best, empty_first):
+    """One run of the full chain and one of the empty pipeline, back to back (the empty one first when
+    `empty_first`: on this VM a process runs faster or slower by what the one before it left in
+    memory, so rounds alternate the order); keeps the best of each figure in `best`."""
     def keep(key, v):
         best[key] = min(best.get(key, v), v)
+    if empty_first:
+        empty = timed(binary, [job, OUT, "--passes="])
     wall, cpu, rss, err = timed(binary, [job, OUT, timingFlag(binary)])
     keep("full_wall", wall); keep("full_cpu", cpu); keep("full_rss", rss)
     passes = [(name, float(t), float(v)) for name, t, v in PASS_LINE.findall(err)]
@@ -101,7 +105,7 @@ def measure(binary, job, best):
     keep("verify", max(v for _, _, v in passes))
     best.setdefault("names", [name for name, _, _ in passes])
     full_wall, full_cpu = wall, cpu
-    wall, cpu, rss, _ = timed(binary, [job, OUT, "--passes="])
+    wall, cpu, rss, _ = empty if empty_first else timed(binary, [job, OUT, "--passes="])
     keep("empty_wall", wall); keep("empty_cpu", cpu)
     # The same round's pair: a ratio the machine's drift between rounds does not move.
     best.setdefault("round_wall", []).append(full_wall / wall)
@@ -128,7 +132,7 @@ for target in targets:
     for rnd in range(repeat):
         order = binaries if rnd % 2 == 0 else binaries[::-1]
         for label, binary in order:
-            measure(binary, job, res.setdefault(label, {}))
+            measure(binary, job, res.setdefault(label, {}), empty_first=(rnd // 2) % 2 == 1)
     names = res["after"]["names"]
     def cell(fmt, f):
         vals = [fmt.format(f(res[label])) for label, _ in binaries]
