@@ -204,10 +204,12 @@ int runRewrite(const Options& o) {
   PipelineResult res = runPipeline(pipeline, *job, pm);
   if (int code = reportRun(o, o.in, res, load_ms); code != kExitOk) return code;
   if (!o.dry_run) {
+    auto write_start = std::chrono::steady_clock::now();
     if (o.emit == "text" || (o.emit.empty() && isTextJobPath(o.out)))
       writeJobText(*job, *out);
     else
       writeJob(*job, *out);
+    if (o.timing) std::cerr << "write: " << ms(msSince(write_start)) << "\n";
   }
   if (report) report->write(reportJson(o, pipeline, res, ops_before, countOps(*job), load_ms).dump(2) + "\n");
   outputs.commit();  // OUT and the report both, or neither
@@ -232,7 +234,7 @@ const Registrar reg{{"rewrite", "Run a pass pipeline over a job, verify after ea
                                       "BW_GBPS[,LATENCY_US] for those passes (link=): the link `replay --link` emulates");
                        sub.add_flag("--stats", o->stats, "Per pass: time, candidates, rewritten, refused by reason (stderr)");
                        sub.add_flag("--timing", o->timing,
-                                    "Per pass: time and the verifier's after it (stderr), without collecting statistics");
+                                    "Per pass: time and the verifier's after it, then the write's (stderr), without collecting statistics");
                        sub.add_flag("--explain", o->explain, "Every candidate not rewritten, and why (stderr)");
                        sub.add_option("--report", o->report, "Write statistics and explanations as JSON to this file");
                        sub.add_option("--emit", o->emit, "Format of OUT: json or text (default: text when OUT ends in .sptxt, else json)")

@@ -75,13 +75,13 @@ void CandidateTable::decidePosition(const Ring& ring, size_t k, const DecideOpti
     if (i && !states_[*i].refusal.empty()) return states_[*i].refusal.reason;
     return "its collective #" + std::to_string(k) + " is " + std::string(op.type) + ", not " + wording_.wanted;
   });
-  const std::string where = "collective #" + std::to_string(k) + " of " + ringText(*ring.group);
   Refusal note;
   if (!ring.absent.empty())
     note = refusal(refusal_code::kPeersAbsent, "cross-rank agreement could not be checked: " + ranksText(ring.absent) + " of " +
                                                    ringText(*ring.group) + (ring.absent.size() > 1 ? " are" : " is") +
                                                    " not in this file");
   if (!a.agree) {
+    const std::string where = "collective #" + std::to_string(k) + " of " + ringText(*ring.group);
     const std::string blocker = "rank " + std::to_string(a.blocker_rank) + " cannot " + wording_.verb + " " + where + " (" + a.why + ")";
     if (note.empty() && opts.skip_agreement)
       note = refusal(refusal_code::kAgreementSkipped, wording_.past + " although " + blocker + " (" + opts.skip_agreement_option + ")");
@@ -165,7 +165,13 @@ void CandidateTable::report(PassContext& ctx) const {
     ctx.countCandidate();
     if (c.change) {
       ctx.countRewritten();
-      if (!c.note.empty()) ctx.note(explainRecord(*c.op, c.op_index, c.note));
+      if (c.note.empty()) continue;
+      if (ctx.explaining()) ctx.note(explainRecord(*c.op, c.op_index, c.note));
+      else ctx.countNote(c.note.code);
+      continue;
+    }
+    if (!c.refusal.empty() && !ctx.explaining()) {
+      ctx.countRefusal(c.refusal.code);
       continue;
     }
     Refusal why = c.refusal;

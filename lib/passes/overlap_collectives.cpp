@@ -342,6 +342,10 @@ class OverlapCollectives final : public Pass {
         ctx.countRewritten();
         continue;
       }
+      if (!ctx.explaining()) {
+        ctx.countRefusal(revert.empty() ? limitCode(c.limit) : std::string_view(revert.code));
+        continue;
+      }
       size_t op_index = k < input_pos.size() ? input_pos[k].second[c.op->id] : 0;
       Refusal why = revert.empty() ? exposedRefusal(c, limits, ctx.explaining())
                                    : Refusal{revert.code, ctx.explaining() ? "schedule refused on every rank: " + revert.reason : ""};

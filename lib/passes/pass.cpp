@@ -135,13 +135,13 @@ size_t PassStats::refusedTotal() const {
 }
 
 void PassContext::refuse(ExplainRecord r) {
-  ++stats.refused[r.code];
+  countRefusal(r.code);
   r.rewritten = false;
   if (collect_explain_) explain.push_back(std::move(r));
 }
 
 void PassContext::note(ExplainRecord r) {
-  ++stats.notes[r.code];
+  countNote(r.code);
   r.rewritten = true;
   if (collect_explain_) explain.push_back(std::move(r));
 }

@@ -184,6 +184,10 @@ class PassContext {
   // Counts a refusal; the record is kept only when explaining (its reason may then be empty).
   void refuse(ExplainRecord r);
   void note(ExplainRecord r);  // a caveat on a rewritten candidate
+  // The counts alone, for a pass that is not explaining: no record built. A pass refuses tens of
+  // thousands of candidates on a big job, in runs of one code.
+  void countRefusal(std::string_view code) { ++counter(stats.refused, last_refused_, code); }
+  void countNote(std::string_view code) { ++counter(stats.notes, last_noted_, code); }
 
   // Copies every measured statistic of `s` into stats.figures under its declared name (nothing
   // when the context was made without declarations). Publishing a struct the declarations do not
@@ -227,6 +231,19 @@ class PassContext {
   KnownAnalyses received_;
   PipelineFacts own_facts_;
   PipelineFacts* facts_ = &own_facts_;
+  // The last code counted in a map: its key (the node's, stable) and its count.
+  struct LastCounter {
+    std::string_view code;
+    size_t* count = nullptr;
+  };
+  static size_t& counter(std::map<std::string, size_t>& counts, LastCounter& last, std::string_view code) {
+    if (!last.count || last.code != code) {
+      auto it = counts.try_emplace(std::string(code), 0).first;
+      last = {it->first, &it->second};
+    }
+    return *last.count;
+  }
+  LastCounter last_refused_, last_noted_;
   bool collect_explain_;
   bool collect_statistics_;
   const std::vector<StatisticSpec>* statistics_;
