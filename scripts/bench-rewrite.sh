@@ -10,7 +10,11 @@
 # seconds of both pipelines and their ratio (the steadier figure on a shared machine), the wall
 # ratio and the peak RSS of the full chain; then both ratios once more as the median of each
 # round's own pair (the full chain and the empty pipeline run back to back, in either order by
-# turns), which the machine's drift between rounds moves less than a ratio of two bests. A binary without --timing is read
+# turns), which the machine's drift between rounds moves less than a ratio of two bests; and the
+# ratio from the runs' own phases (--timing's load+verify, passes and write), the load taken as
+# one for both pipelines: on this VM a process's first touches of memory cost from 0.3 to 2.5 s
+# of system time at 1M ops (the host backs freed guest memory again), which moves the load of
+# either pipeline by half a second. A binary without --timing is read
 # through --stats (the same lines; such a binary computed its statistics whether asked or not).
 #
 # With --before OLD, every cell reads "old -> new": both binaries on the same files, their runs
@@ -86,6 +90,17 @@ def timingFlag(binary):
     return timing_flag[binary]
 
 PASS_LINE = re.compile(r"^  (\S+): ([0-9.]+) ms \(verify ([0-9.]+) ms\)", re.M)
+LOAD_LINE = re.compile(r"load\+verify ([0-9.]+) ms")
+WRITE_LINE = re.compile(r"^write: ([0-9.]+) ms", re.M)
+
+def phaseRatio(r):
+    """The chain against the empty pipeline from the runs' own phases, both pipelines' load+verify
+    taken as one (the same work, the median of all their runs): what the passes and the larger
+    write add, without the load's swings on this VM (0.5 s either way at 1M ops)."""
+    if not r.get("passes_total") or not r.get("writes_empty"):
+        return float("nan")
+    load = statistics.median(r["loads"])
+    return (load + statistics.median(r["passes_total"]) + statistics.median(r["writes_full"])) / (load + statistics.median(r["writes_empty"]))
 
 def measure(binary, job, best, empty_first):
     """One run of the full chain and one of the empty pipeline, back to back (the empty one first when
@@ -93,8 +108,17 @@ def measure(binary, job, best, empty_first):
     memory, so rounds alternate the order); keeps the best of each figure in `best`."""
     def keep(key, v):
         best[key] = min(best.get(key, v), v)
+    def phases(err, passes=0.0):
+        """The run's load+verify and write (--timing; a binary older than the write's line has none)."""
+        load, write = LOAD_LINE.search(err), WRITE_LINE.search(err)
+        if load and write:
+            best.setdefault("loads", []).append(float(load.group(1)))
+            best.setdefault("writes_full" if passes else "writes_empty", []).append(float(write.group(1)))
+            if passes:
+                best.setdefault("passes_total", []).append(passes)
+    empty_args = [job, OUT, "--passes="] + (["--timing"] if timingFlag(binary) == "--timing" else [])
     if empty_first:
-        empty = timed(binary, [job, OUT, "--passes="])
+        empty = timed(binary, empty_args)
     wall, cpu, rss, err = timed(binary, [job, OUT, timingFlag(binary)])
     keep("full_wall", wall); keep("full_cpu", cpu); keep("full_rss", rss)
     passes = [(name, float(t), float(v)) for name, t, v in PASS_LINE.findall(err)]
@@ -104,8 +128,10 @@ def measure(binary, job, best, empty_first):
         keep("pass:" + name, t)
     keep("verify", max(v for _, _, v in passes))
     best.setdefault("names", [name for name, _, _ in passes])
+    phases(err, sum(t + v for _, t, v in passes))
     full_wall, full_cpu = wall, cpu
-    wall, cpu, rss, _ = empty if empty_first else timed(binary, [job, OUT, "--passes="])
+    wall, cpu, rss, err = empty if empty_first else timed(binary, empty_args)
+    phases(err)
     keep("empty_wall", wall); keep("empty_cpu", cpu)
     # The same round's pair: a ratio the machine's drift between rounds does not move.
     best.setdefault("round_wall", []).append(full_wall / wall)
@@ -144,11 +170,12 @@ for target in targets:
               cell("{:.2f}", lambda r: r["full_cpu"]), cell("{:.2f}", lambda r: r["empty_cpu"]),
               cell("{:.2f}", lambda r: r["full_cpu"] / r["empty_cpu"]), cell("{:.2f}", lambda r: r["full_wall"] / r["empty_wall"]),
               cell("{:.2f}", lambda r: statistics.median(r["round_cpu"])), cell("{:.2f}", lambda r: statistics.median(r["round_wall"])),
+              cell("{:.2f}", phaseRatio),
               cell("{:.0f}", lambda r: r["full_rss"] / 1024)]
     if not header_done:
         cols = ["ops", "file MB"] + [f"{n} µs/op" for n in names] + ["verify after a pass (slowest) µs/op", "full CPU s", "empty CPU s",
                                                                      "full/empty CPU", "full/empty wall", "full/empty CPU, median of rounds",
-                                                                     "full/empty wall, median of rounds", "full RSS MiB"]
+                                                                     "full/empty wall, median of rounds", "full/empty from phases", "full RSS MiB"]
         header_done = True
         print("| " + " | ".join(cols) + " |")
         print("|" + "---:|" * len(cols))
