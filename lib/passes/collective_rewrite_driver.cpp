@@ -20,12 +20,22 @@ std::string ranksText(const std::vector<int64_t>& ranks) {
   return s;
 }
 
+// Issue order of an op: (block position, index in block).
+std::pair<size_t, size_t> issueKey(const Op* o) { return {o->block->position, o->block->indexOf(o)}; }
+
 // Issue-order slot of an insertion before `before`: how many of the member's ring ops precede it.
 size_t slotOf(const RingIssuer& m, const Op* before) {
-  auto key = [](const Op* o) { return std::make_pair(o->block->position, o->block->indexOf(o)); };
-  auto at = key(before);
-  return size_t(std::lower_bound(m.ops.begin(), m.ops.end(), at, [&](const Op* o, const auto& v) { return key(o) < v; }) -
+  auto at = issueKey(before);
+  return size_t(std::lower_bound(m.ops.begin(), m.ops.end(), at, [&](const Op* o, const auto& v) { return issueKey(o) < v; }) -
                 m.ops.begin());
+}
+
+// Whether slotOf(m, before) is `slot`, from the two ring ops around it: what the members after the
+// first are asked, whose slot is the first one's unless the ring order would differ.
+bool atSlot(const RingIssuer& m, const Op* before, size_t slot) {
+  if (slot > m.ops.size()) return false;
+  auto at = issueKey(before);
+  return (slot == m.ops.size() || !(issueKey(m.ops[slot]) < at)) && (slot == 0 || issueKey(m.ops[slot - 1]) < at);
 }
 
 }  // namespace
@@ -36,16 +46,20 @@ CandidateTable::CandidateTable(const Job& job, ChangeWording wording) : job_(job
 }
 
 size_t CandidateTable::add(Op& op, const Collective& coll, bool counted, bool matched, Refusal own) {
-  CandidateState c;
+  states_.emplace_back();
+  set(states_.size() - 1, op, coll, counted, matched, std::move(own));
+  return states_.size() - 1;
+}
+
+void CandidateTable::set(size_t i, Op& op, const Collective& coll, bool counted, bool matched, Refusal own) {
+  CandidateState& c = states_[i];
   c.op = &op;
   c.coll = coll;
   c.op_index = op.block->indexOf(&op);
   c.counted = counted;
   c.matched = matched;
   c.refusal = std::move(own);
-  index_[op.block->program->position][op.id] = int32_t(states_.size());
-  states_.push_back(std::move(c));
-  return states_.size() - 1;
+  index_[op.block->program->position][op.id] = int32_t(i);
 }
 
 std::optional<size_t> CandidateTable::indexOf(const Op& op) const {
@@ -114,7 +128,9 @@ Refusal CandidateTable::sameInsertionSlot(const AgreedPosition& pos, InsertedBef
   const Ring& ring = *pos.ring;
   size_t ref_slot = slotOf(ring.members.front(), before(pos.members.front()));
   for (size_t i = 1; i < ring.members.size(); ++i) {
-    size_t slot = slotOf(ring.members[i], before(pos.members[i]));
+    const Op* here = before(pos.members[i]);
+    if (atSlot(ring.members[i], here, ref_slot)) continue;
+    size_t slot = slotOf(ring.members[i], here);
     if (slot != ref_slot)
       return refusal(refusal_code::kRingOrder,
                      "ring order would differ on rank " + std::to_string(ring.members[i].program->rank) + ": its " + wording_.noun +

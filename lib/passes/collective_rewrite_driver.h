@@ -85,9 +85,13 @@ class CandidateTable {
   // (empty for an op that is no candidate at all). Add in program, block, op order: the order of
   // counts and explain records.
   size_t add(Op& op, const Collective& coll, bool counted, bool matched, Refusal own);
+  // add()'s entry at index `i` < size() of a table resized beforehand; calls for different
+  // programs may run on threads of their own (each writes its entries and its program's index).
+  void set(size_t i, Op& op, const Collective& coll, bool counted, bool matched, Refusal own);
   size_t size() const { return states_.size(); }
   // Room for `n` candidates: a candidate is a few hundred bytes, and a big job has thousands.
   void reserve(size_t n) { states_.reserve(n); }
+  void resize(size_t n) { states_.resize(n); }
   CandidateState& state(size_t i) { return states_[i]; }
   const CandidateState& state(size_t i) const { return states_[i]; }
   // The candidate of `op`, or null.
@@ -149,17 +153,24 @@ class CollectiveRewriteDriver : public CandidateTable {
     Refusal refusal;
   };
   // Runs match_program(program, found) for every program, each on a thread of its own (a matcher
-  // reads only its own program), then adds what each appended to `found`, in program order: the
-  // table a serial walk of the job would have built.
+  // reads only its own program), then enters what each appended to `found` in program order (the
+  // table a serial walk of the job would have built), each program's entries on a thread again.
   template <class MatchProgram>
   void addPerProgram(Job& job, MatchProgram&& match_program) {
     std::vector<std::vector<Matched>> found(job.programs.size());
     parallelFor(job.programs.size(), [&](size_t i) { match_program(*job.programs[i], found[i]); });
-    size_t n = 0;
-    for (const auto& in_program : found) n += in_program.size();
-    reserve(n);
-    for (auto& in_program : found)
-      for (Matched& m : in_program) add(*m.op, m.coll, m.counted, std::move(m.match), std::move(m.refusal));
+    std::vector<size_t> first(found.size() + 1, size());
+    for (size_t i = 0; i < found.size(); ++i) first[i + 1] = first[i] + found[i].size();
+    CandidateTable::resize(first.back());
+    matches_.resize(first.back());
+    parallelFor(found.size(), [&](size_t p) {
+      for (size_t k = 0; k < found[p].size(); ++k) {
+        Matched& m = found[p][k];
+        const bool matched = m.match.has_value();
+        set(first[p] + k, *m.op, m.coll, m.counted, matched, matched ? Refusal{} : std::move(m.refusal));
+        matches_[first[p] + k] = std::move(m.match);
+      }
+    });
   }
   // Calls rewrite(match(i)) for every candidate decided to change, in table order within each
   // program, each program's on a thread of its own (editInParallel: a rewrite edits only its
