@@ -45,11 +45,15 @@ std::optional<std::string> unknownSubcommand(const CLI::App& cli, int argc, char
 // The command line as CLI11 parses it (last word first). `--name=` becomes `--name` and an empty
 // word: CLI11 2.1 reads `--name=` as the option with no value and then takes the next word as its
 // value, so `rewrite --passes= in.json out.json --dry-run` read in.json as the pipeline.
+// Words after `--` are positionals, kept as they are.
 std::vector<std::string> argsForParse(int argc, char** argv) {
+  int options_end = argc;
+  for (int i = 1; i < argc && options_end == argc; ++i)
+    if (std::string_view(argv[i]) == "--") options_end = i;
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) {
     std::string_view arg = argv[i];
-    if (arg.size() > 3 && arg.starts_with("--") && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
+    if (i < options_end && arg.size() > 3 && arg.starts_with("--") && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
       args.emplace_back();
       args.emplace_back(arg.substr(0, arg.size() - 1));
     } else {
