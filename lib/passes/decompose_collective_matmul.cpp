@@ -26,6 +26,8 @@
 #include <cstdio>
 #include <optional>
 
+#include <absl/container/flat_hash_set.h>
+
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
 #include "passes/builtin_passes.h"
@@ -198,7 +200,7 @@ class DecomposeCollectiveMatmul final : public Pass {
   // `facts`: every op's, read (most ops do not communicate).
   void collect(Job& job, OpFactsCache& facts, Table& table, bool explaining, bool classify, bool backward_too) const {
     table.addPerProgram(job, [&](Program& p, std::vector<Table::Matched>& found) {
-      std::vector<const Op*> gathered_matmuls;
+      absl::flat_hash_set<const Op*> gathered_matmuls;  // a set: every reduce-scatter site asks it
       for (auto& b : p.blocks)
         for (Op& op : b->inOrder()) {
           const OpFacts& f = facts.facts(op);
@@ -208,7 +210,7 @@ class DecomposeCollectiveMatmul final : public Pass {
           CollectiveMatmulResult r = matchCollectiveMatmul(op, *coll, job, explaining);
           if (!r.candidate) continue;
           if (r.match && r.match->form == CollectiveMatmulForm::AllGather)
-            for (const SiteMatmul& mm : r.match->matmuls) gathered_matmuls.push_back(mm.op);
+            for (const SiteMatmul& mm : r.match->matmuls) gathered_matmuls.insert(mm.op);
           found.push_back({&op, *coll, true, std::move(r.match), std::move(r.refusal)});
         }
       for (Table::Matched& site : found) refuseUnwanted(site, p, gathered_matmuls, explaining, backward_too);
@@ -217,7 +219,7 @@ class DecomposeCollectiveMatmul final : public Pass {
 
   // The pass's own refusals of a site the matcher takes: a phase, form or chunking not asked for,
   // or a matmul already decomposed on its all-gather side.
-  void refuseUnwanted(Table::Matched& site, const Program& p, const std::vector<const Op*>& gathered_matmuls, bool explaining,
+  void refuseUnwanted(Table::Matched& site, const Program& p, const absl::flat_hash_set<const Op*>& gathered_matmuls, bool explaining,
                       bool backward_too) const {
     if (!site.match) return;
     auto refuse = [&](std::string code, std::string reason) {
@@ -232,7 +234,7 @@ class DecomposeCollectiveMatmul final : public Pass {
     if (opts_.chunks > 0 && m.shard->shape[0] % opts_.chunks != 0)
       return refuse("chunks-indivisible", explaining ? piecesRefusal(*m.shard) : "");
     if (m.form != CollectiveMatmulForm::ReduceScatter) return;
-    if (std::find(gathered_matmuls.begin(), gathered_matmuls.end(), m.matmuls.front().op) != gathered_matmuls.end())
+    if (gathered_matmuls.contains(m.matmuls.front().op))
       return refuse("shared-matmul", "its matmul is also fed by an all-gather this pass decomposes");
     if (!p2pDef(P2PKind::Send).spelling(p.dialect))
       return refuse("no-spelling", "the program's dialect has no send op to pass a partial sum on");
