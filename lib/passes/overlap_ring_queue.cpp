@@ -28,16 +28,18 @@ RingQueues::RingQueues(const RegionGraph& g, const std::vector<double>& cost, bo
   seen_.assign(g.n, 0);
 }
 
-RingQueues::Turn RingQueues::turn(uint32_t c, const std::vector<uint8_t>& ready) {
-  if (!reorder_) return Turn::Head;  // the graph chains each ring: a ready collective is its ring's head
-  Ring& r = rings_[g_.ring_index[c]];
+RingQueues::Candidate RingQueues::candidate(uint32_t ring_index, const std::vector<uint8_t>& ready) {
+  if (!reorder_) return {kNone, Turn::Head};  // the graph chains each ring: a ready collective is its ring's head
+  Ring& r = rings_[ring_index];
   while (r.head < r.ops.size() && issued_[r.ops[r.head]]) ++r.head;
+  if (r.head == r.ops.size()) return {};
   const uint32_t head = r.ops[r.head];
-  if (head == c) return Turn::Head;
-  if (r.passed || ready[head]) return Turn::No;
+  if (ready[head]) return {head, Turn::Head};
+  if (r.passed) return {};
   // The earliest ready collective after the head goes first, if any does.
   while (!r.waiting.empty() && issued_[r.ops[r.waiting.top()]]) r.waiting.pop();
-  return !r.waiting.empty() && r.waiting.top() < position_[c] ? Turn::No : Turn::MayPass;
+  if (r.waiting.empty()) return {};
+  return {r.ops[r.waiting.top()], Turn::MayPass};
 }
 
 bool RingQueues::mayPass(uint32_t c, double now, double start, const std::vector<uint8_t>& done, const std::vector<double>& finish) {

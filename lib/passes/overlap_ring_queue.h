@@ -27,12 +27,20 @@ class RingQueues {
  public:
   RingQueues(const RegionGraph& g, const std::vector<double>& cost, bool reorder);
 
-  // What the ring's order says of ready collective `c` before any timing: it is the ring's head,
-  // it may pass the head if the timing allows (mayPass), or it cannot go now. `ready[i]`: op i's
-  // inputs are all scheduled (a collective in the scheduler's ready list). Asked first, so that
-  // the scheduler times only the (at most two per ring) collectives that can go.
+  // The one ready collective of ring `ring_index` (RegionGraph::ring_index) the ring's order lets
+  // go now, before any timing: its head when the head is ready, else the earliest ready one after
+  // it, which may pass the head if the timing allows (mayPass), unless one already passed it.
+  // `ready[i]`: op i's inputs are all scheduled (a collective in the scheduler's ready list).
+  // Every other ready collective of the ring waits its turn, so the scheduler times only this one.
+  // Without reorder every ready collective is a head: `c` is then kNone and the caller picks.
   enum class Turn { Head, MayPass, No };
-  Turn turn(uint32_t c, const std::vector<uint8_t>& ready);
+  struct Candidate {
+    uint32_t c = kNone;
+    Turn turn = Turn::No;
+  };
+  static constexpr uint32_t kNone = UINT32_MAX;
+  Candidate candidate(uint32_t ring_index, const std::vector<uint8_t>& ready);
+  bool reorders() const { return reorder_; }
   // Whether collective `c`, whose turn is MayPass, may be issued at `start` (when its ring is free
   // and its inputs are there), `now` being the compute stream's clock. `done[i]`, `finish[i]`:
   // scheduled ops and their end times.

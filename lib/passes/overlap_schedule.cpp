@@ -54,7 +54,11 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
     using Wait = std::tuple<double, int, double, uint32_t>;   // (ready time, ...Avail)
     std::priority_queue<Avail, std::vector<Avail>, std::greater<>> available;
     std::priority_queue<Wait, std::vector<Wait>, std::greater<>> waiting;
+    // Ready collectives in the order the scheduler considers them (a collective issued leaves by
+    // swapping with the last), and each ring's own; where each one sits in both.
     std::vector<uint32_t> ready_colls;                       // without ring_reorder, at most one per ring (the chain)
+    std::vector<std::vector<uint32_t>> ready_of_ring(g.ring_count);
+    std::vector<uint32_t> at_in_ready(n, 0), at_in_ring(n, 0);
     RingQueues ring_queues(g, cost, opts.ring_reorder);
     std::vector<std::deque<double>> inflight(g.ring_count);  // by ring index: end times, ascending
     std::vector<double> ring_free(g.ring_count, 0);
@@ -83,6 +87,10 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
       released[i] = 1;
       if (g.ring[i] >= 0) {
         ring_queues.released(i);
+        std::vector<uint32_t>& mine = ready_of_ring[g.ring_index[i]];
+        at_in_ring[i] = uint32_t(mine.size());
+        mine.push_back(i);
+        at_in_ready[i] = uint32_t(ready_colls.size());
         return ready_colls.push_back(i);
       }
       double r = readyTime(i);
@@ -107,30 +115,45 @@ RegionSchedule scheduleRegion(const std::vector<Op*>& region, const std::vector<
       }
       // Issue every collective whose ring has room, as early as its inputs allow.
       bool any_issued = false;
+      // The collective issued is the first of ready_colls that can go: each ring offers at most
+      // one (RingQueues::candidate), so the rings are asked, not every ready collective. A ring
+      // with max-in-flight collectives in flight marks its ready ones blocked (the explanations).
       for (bool issued = true; issued;) {
         issued = false;
-        for (size_t k = 0; k < ready_colls.size(); ++k) {
-          uint32_t c = ready_colls[k];
-          auto& q = inflight[g.ring_index[c]];
+        uint32_t best = RingQueues::kNone;
+        double best_start = 0;
+        for (uint32_t r = 0; r < ready_of_ring.size(); ++r) {
+          const std::vector<uint32_t>& mine = ready_of_ring[r];
+          if (mine.empty()) continue;
+          auto& q = inflight[r];
           while (!q.empty() && q.front() <= now) q.pop_front();
           if (int64_t(q.size()) >= opts.max_in_flight) {
-            inflight_blocked[c] = 1;
+            for (uint32_t c : mine) inflight_blocked[c] = 1;
             continue;
           }
-          const RingQueues::Turn turn = ring_queues.turn(c, released);
-          if (turn == RingQueues::Turn::No) continue;
-          double& free = ring_free[g.ring_index[c]];
-          const double start = std::max({now, readyTime(c), free});
-          if (turn == RingQueues::Turn::MayPass && !ring_queues.mayPass(c, now, start, done, finish)) continue;
-          ring_queues.issued(c);
-          finish[c] = free = start + cost[c];
-          q.push_back(finish[c]);
-          ready_colls[k] = ready_colls.back();
-          ready_colls.pop_back();
-          complete(c);
-          issued = any_issued = true;
-          break;
+          RingQueues::Candidate cand = ring_queues.candidate(r, released);
+          if (!ring_queues.reorders())  // every ready one is a head: the first in ready_colls
+            for (uint32_t c : mine)
+              if (cand.c == RingQueues::kNone || at_in_ready[c] < at_in_ready[cand.c]) cand.c = c;
+          if (cand.c == RingQueues::kNone || (best != RingQueues::kNone && at_in_ready[cand.c] > at_in_ready[best])) continue;
+          const double start = std::max({now, readyTime(cand.c), ring_free[r]});
+          if (cand.turn == RingQueues::Turn::MayPass && !ring_queues.mayPass(cand.c, now, start, done, finish)) continue;
+          best = cand.c;
+          best_start = start;
         }
+        if (best == RingQueues::kNone) break;
+        const uint32_t c = best, r = g.ring_index[c];
+        ring_queues.issued(c);
+        finish[c] = ring_free[r] = best_start + cost[c];
+        inflight[r].push_back(finish[c]);
+        for (auto [list, at] : {std::pair{&ready_colls, &at_in_ready}, std::pair{&ready_of_ring[r], &at_in_ring}}) {
+          const uint32_t moved = list->back();
+          (*list)[(*at)[c]] = moved;
+          (*at)[moved] = (*at)[c];
+          list->pop_back();
+        }
+        complete(c);
+        issued = any_issued = true;
       }
       if (order.size() == n) break;
       // Issuing may have completed the lowest unscheduled ops: move the window's edge first, or
