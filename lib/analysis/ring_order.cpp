@@ -151,12 +151,15 @@ Divergence RingOrder::compare(const Ring& r, const std::vector<std::pair<int64_t
   return d;
 }
 
+size_t RingIssuer::slotBefore(const Op& before) const {
+  auto at = issueKey(before);
+  return size_t(std::lower_bound(ops.begin(), ops.end(), at, [&](const Op* o, const auto& v) { return issueKey(*o) < v; }) - ops.begin());
+}
+
 Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, std::vector<PlannedCollective>>& per_rank) const {
   const Ring* r = ring(ring_id);
   if (!r) return {};
   std::vector<std::pair<int64_t, std::vector<CollectiveSig>>> seqs(r->members.size());
-  // Issue order of an op: (block position, index in block).
-  auto key = [](const Op* o) { return std::make_pair(o->block->position, o->block->indexOf(o)); };
   // Each member's new order reads only the member's program: on a thread of its own, unless the
   // signatures come from a RingFacts (whose first reads are one thread's).
   auto member = [&](size_t mi) {
@@ -172,10 +175,7 @@ Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, s
       for (const PlannedCollective& pc : it->second) {
         if (!pc.before || pc.before->block->program != m.program)
           throw std::logic_error("checkInsertions: an insertion of rank " + std::to_string(m.program->rank) + " is not placed in its program");
-        auto at = key(pc.before);
-        size_t slot = size_t(std::lower_bound(m.ops.begin(), m.ops.end(), at, [&](const Op* o, const auto& v) { return key(o) < v; }) -
-                             m.ops.begin());
-        slots.emplace_back(slot, &pc);
+        slots.emplace_back(m.slotBefore(*pc.before), &pc);
       }
       std::stable_sort(slots.begin(), slots.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       size_t s = 0;

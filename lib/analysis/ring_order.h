@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/collectives.h"
@@ -36,6 +37,9 @@ struct CollectiveSig {
 };
 // The signature of a communicating collective op (std::logic_error for any other op).
 CollectiveSig signatureOf(const Op& op);
+// Where `op` stands in its program's issue order: (block position, index in its block), the
+// order ProgramChecker walks. Compared, never stored: an edit renumbers.
+inline std::pair<size_t, size_t> issueKey(const Op& op) { return {op.block->position, op.block->indexOf(&op)}; }
 // The same, of `op` as `c` (asCollective(op)) reads it, without reading its attributes again.
 CollectiveSig signatureOf(const Op& op, const Collective& c);
 // "all-reduce float32[4096]", for messages.
@@ -46,6 +50,9 @@ std::string ringText(const ProcessGroup& g);
 struct RingIssuer {
   const Program* program = nullptr;
   std::vector<const Op*> ops;  // its communicating collectives on the ring, in issue order
+  // The issue-order slot of an op inserted before `before` (of this program): how many of `ops`
+  // precede it.
+  size_t slotBefore(const Op& before) const;
 };
 
 struct Ring {

@@ -20,22 +20,12 @@ std::string ranksText(const std::vector<int64_t>& ranks) {
   return s;
 }
 
-// Issue order of an op: (block position, index in block).
-std::pair<size_t, size_t> issueKey(const Op* o) { return {o->block->position, o->block->indexOf(o)}; }
-
-// Issue-order slot of an insertion before `before`: how many of the member's ring ops precede it.
-size_t slotOf(const RingIssuer& m, const Op* before) {
-  auto at = issueKey(before);
-  return size_t(std::lower_bound(m.ops.begin(), m.ops.end(), at, [&](const Op* o, const auto& v) { return issueKey(o) < v; }) -
-                m.ops.begin());
-}
-
-// Whether slotOf(m, before) is `slot`, from the two ring ops around it: what the members after the
+// Whether m.slotBefore(*before) is `slot`, from the two ring ops around it: what the members after the
 // first are asked, whose slot is the first one's unless the ring order would differ.
 bool atSlot(const RingIssuer& m, const Op* before, size_t slot) {
   if (slot > m.ops.size()) return false;
-  auto at = issueKey(before);
-  return (slot == m.ops.size() || !(issueKey(m.ops[slot]) < at)) && (slot == 0 || issueKey(m.ops[slot - 1]) < at);
+  auto at = issueKey(*before);
+  return (slot == m.ops.size() || !(issueKey(*m.ops[slot]) < at)) && (slot == 0 || issueKey(*m.ops[slot - 1]) < at);
 }
 
 }  // namespace
@@ -126,11 +116,11 @@ void CandidateTable::refuseAll(const AgreedPosition& pos, const Refusal& why) {
 
 Refusal CandidateTable::sameInsertionSlot(const AgreedPosition& pos, InsertedBefore before) const {
   const Ring& ring = *pos.ring;
-  size_t ref_slot = slotOf(ring.members.front(), before(pos.members.front()));
+  size_t ref_slot = ring.members.front().slotBefore(*before(pos.members.front()));
   for (size_t i = 1; i < ring.members.size(); ++i) {
     const Op* here = before(pos.members[i]);
     if (atSlot(ring.members[i], here, ref_slot)) continue;
-    size_t slot = slotOf(ring.members[i], here);
+    size_t slot = ring.members[i].slotBefore(*here);
     if (slot != ref_slot)
       return refusal(refusal_code::kRingOrder,
                      "ring order would differ on rank " + std::to_string(ring.members[i].program->rank) + ": its " + wording_.noun +
@@ -162,7 +152,8 @@ void CandidateTable::checkInsertions(const RingOrder& rings, const std::vector<A
       keyed.reserve(ranks[r].first->size());
       for (auto& [k, i] : *ranks[r].first) {
         PlannedCollective plan = planned(i);
-        keyed.push_back({{plan.before->block->position, plan.before->block->indexOf(plan.before), k}, std::move(plan)});
+        const auto [block, index] = issueKey(*plan.before);
+        keyed.push_back({{block, index, k}, std::move(plan)});
       }
       std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
       for (Keyed& e : keyed) ranks[r].second->push_back(std::move(e.plan));

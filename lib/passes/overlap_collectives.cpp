@@ -347,8 +347,8 @@ class OverlapCollectives final : public Pass {
         continue;
       }
       size_t op_index = k < input_pos.size() ? input_pos[k].second[c.op->id] : 0;
-      Refusal why = revert.empty() ? exposedRefusal(c, limits, ctx.explaining())
-                                   : Refusal{revert.code, ctx.explaining() ? "schedule refused on every rank: " + revert.reason : ""};
+      Refusal why = revert.empty() ? exposedRefusal(c, limits, /*explaining=*/true)
+                                   : Refusal{revert.code, "schedule refused on every rank: " + revert.reason};
       ctx.refuse(explainRecord(*c.op, op_index, why));
     }
   }

@@ -32,10 +32,9 @@ std::set<int64_t> updateIssueOrders(IssueOrders::State& s, size_t program, const
     auto it = lists.find(ring);
     if (it == lists.end()) continue;
     changed.insert(ring);
-    auto key = [](const IssuedCollective& ic) { return std::pair{ic.op->block->position, ic.op->block->indexOf(ic.op)}; };
     std::vector<std::pair<size_t, size_t>> keys;
     keys.reserve(it->second.size());
-    for (const IssuedCollective& ic : it->second) keys.push_back(key(ic));
+    for (const IssuedCollective& ic : it->second) keys.push_back(issueKey(*ic.op));
     if (std::is_sorted(keys.begin(), keys.end())) continue;
     std::vector<size_t> order(keys.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
