@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -42,25 +43,33 @@ std::optional<std::string> unknownSubcommand(const CLI::App& cli, int argc, char
   }
   return std::nullopt;
 }
-// The command line as CLI11 parses it (last word first). `--name=` becomes `--name` and an empty
-// word: CLI11 2.1 reads `--name=` as the option with no value and then takes the next word as its
-// value, so `rewrite --passes= in.json out.json --dry-run` read in.json as the pipeline.
-// Words after `--` are positionals, kept as they are.
-std::vector<std::string> argsForParse(int argc, char** argv) {
+// `--name=` names an empty value. CLI11 2.1 reads it as the option with no value and then takes
+// the next word as its value (`rewrite --passes= in.json out.json --dry-run` read in.json as the
+// pipeline), so the command line reaches it as `--name=` and this mark, which every option that
+// takes a value turns back into the empty string (acceptEmptyValues, which returns their names).
+// A flag's `--name=` stays as it was (the flag set), and words after `--` are positionals.
+constexpr std::string_view kEmptyValue = "\x1f";
+std::vector<std::string> argsForParse(int argc, char** argv, const std::set<std::string, std::less<>>& take_values) {
   int options_end = argc;
   for (int i = 1; i < argc && options_end == argc; ++i)
     if (std::string_view(argv[i]) == "--") options_end = i;
-  std::vector<std::string> args;
+  std::vector<std::string> args;  // last word first, as CLI11 parses them
   for (int i = argc - 1; i >= 1; --i) {
-    std::string_view arg = argv[i];
-    if (i < options_end && arg.size() > 3 && arg.starts_with("--") && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
-      args.emplace_back();
-      args.emplace_back(arg.substr(0, arg.size() - 1));
-    } else {
-      args.emplace_back(arg);
-    }
+    std::string arg = argv[i];
+    if (i < options_end && arg.size() > 3 && arg.starts_with("--") && arg.find('=') == arg.size() - 1 &&
+        take_values.contains(std::string_view(arg).substr(2, arg.size() - 3)))
+      arg += kEmptyValue;
+    args.push_back(std::move(arg));
   }
   return args;
+}
+void acceptEmptyValues(CLI::App& app, std::set<std::string, std::less<>>& names) {
+  for (CLI::Option* opt : app.get_options())
+    if (opt->get_items_expected_max() > 0 && !opt->get_positional()) {
+      opt->transform([](std::string v) { return v == kEmptyValue ? std::string() : v; });
+      for (const std::string& name : opt->get_lnames()) names.insert(name);
+    }
+  for (CLI::App* sub : app.get_subcommands({})) acceptEmptyValues(*sub, names);
 }
 // Every byte a command wrote to standard output must have arrived (a full disk, a closed pipe
 // reader): checked once, here, at the end of every command. Lost output is exit 2, one line.
@@ -130,7 +139,9 @@ int main(int argc, char** argv) {
 
   try {
     cli.name(argv[0]);
-    cli.parse(app::argsForParse(argc, argv));
+    std::set<std::string, std::less<>> take_values;
+    app::acceptEmptyValues(cli, take_values);
+    cli.parse(app::argsForParse(argc, argv, take_values));
   } catch (const CLI::ParseError& e) {
     // CLI11 takes a word that names no subcommand for a stray argument and says only that a
     // subcommand is required: name the word instead.
