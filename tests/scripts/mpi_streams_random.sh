@@ -20,9 +20,10 @@ echo "mpi_streams_random: $N jobs, seed $SEED (STREAMS_SEED=$SEED to rerun)"
 RANDOM=$SEED
 fail=0 hangs=0 streams=0 pass_streams=0
 for k in $(seq "$N"); do
-  model=$([ $((RANDOM % 2)) = 0 ] && echo mlp || echo gpt)
-  dialect=$([ $((RANDOM % 2)) = 0 ] && echo legacy || echo current)
-  sp=$([ $((RANDOM % 2)) = 0 ] && echo --sequence-parallel || echo)
+  # RANDOM read in this shell: a command substitution's subshell reseeds it, and STREAMS_SEED
+  # would not rerun the same jobs.
+  models=(mlp gpt) dialects=(legacy current) sps=(--sequence-parallel "")
+  model=${models[RANDOM % 2]} dialect=${dialects[RANDOM % 2]} sp=${sps[RANDOM % 2]}
   args="gen $model --tp 2 --dp 2 --layers 1 --batch 2 --seq 8 --hidden 16 --heads 2 --dropout 0 --dialect $dialect $sp"
   # shellcheck disable=SC2086
   "$SP_OPT" $args -o "$tmp/job.json" > /dev/null || { echo "FAIL: $args"; fail=1; continue; }
