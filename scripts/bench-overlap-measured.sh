@@ -158,6 +158,15 @@ def spread(values, fmt):
 
 
 pct = lambda v: f"{v:+.1%}"
+
+
+def ratio_cells(measured, predicted):
+    """A gain's predicted and measured / predicted cells, and whether that ratio is within 0.7-1.3."""
+    ratio = measured / predicted if abs(predicted) > 1e-9 else float("nan")
+    cells = [pct(predicted), f"{ratio:.2f}" + (" (predicted ~0: noise)" if abs(predicted) < NOISE else "")]
+    return cells, abs(predicted) >= NOISE and 0.7 <= ratio <= 1.3
+
+
 ms = lambda v: f"{v:.1f}"
 table = []
 for line in open(rows):
@@ -201,10 +210,8 @@ for size, link, load, share, pred, meas, _ in table:
         gp = (pred[a] - pred[b]) / pred[a]
         cells.append((gm, gp))
     def with_ratio(gm, gp):
-        """The gain's cells with its measured / predicted ratio, and whether that is within 0.7-1.3."""
-        ratio = statistics.median(gm) / gp if abs(gp) > 1e-9 else float("nan")
-        cells = [spread(gm, pct), pct(gp), f"{ratio:.2f}" + (" (predicted ~0: noise)" if abs(gp) < NOISE else "")]
-        return cells, abs(gp) >= NOISE and 0.7 <= ratio <= 1.3
+        cells, met = ratio_cells(statistics.median(gm), gp)
+        return [spread(gm, pct)] + cells, met
 
     overlap_cells, overlap_met = with_ratio(*cells[0])
     chain_cells, chain_met = with_ratio(*cells[2])
@@ -245,10 +252,9 @@ for size, link, load, share, pred, meas, _ in table:
     out = []
     for name, a, b in (("overlap", "regath", "bwd"), ("chain", "fuse", "chain"), ("bwd", "fuse", "bwd")):
         gm = (min(meas[a]) - min(meas[b])) / min(meas[a])
-        gp = (pred[a] - pred[b]) / pred[a]
-        ratio = gm / gp if abs(gp) > 1e-9 else float("nan")
-        best_met[name] += abs(gp) >= NOISE and 0.7 <= ratio <= 1.3
-        out += [pct(gm), pct(gp), f"{ratio:.2f}" + (" (predicted ~0: noise)" if abs(gp) < NOISE else "")]
+        cells, met = ratio_cells(gm, (pred[a] - pred[b]) / pred[a])
+        best_met[name] += met
+        out += [pct(gm)] + cells
         if name == "chain":
             bound = 1 - link_pred[size, link, "chain"] / pred["fuse"]
             out.append(pct(bound))
