@@ -108,13 +108,14 @@ def measure(binary, job, best, empty_first):
     memory, so rounds alternate the order); keeps the best of each figure in `best`."""
     def keep(key, v):
         best[key] = min(best.get(key, v), v)
-    def phases(err, passes=0.0):
-        """The run's load+verify and write (--timing; a binary older than the write's line has none)."""
+    def phases(err, passes=None):
+        """The run's load+verify and write, and for the full chain (`passes`: its passes' and verifiers'
+        total) that total (--timing; a binary older than the write's line has none)."""
         load, write = LOAD_LINE.search(err), WRITE_LINE.search(err)
         if load and write:
             best.setdefault("loads", []).append(float(load.group(1)))
-            best.setdefault("writes_full" if passes else "writes_empty", []).append(float(write.group(1)))
-            if passes:
+            best.setdefault("writes_empty" if passes is None else "writes_full", []).append(float(write.group(1)))
+            if passes is not None:
                 best.setdefault("passes_total", []).append(passes)
     empty_args = [job, OUT, "--passes="] + (["--timing"] if timingFlag(binary) == "--timing" else [])
     if empty_first:

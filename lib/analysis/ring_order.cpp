@@ -156,6 +156,12 @@ size_t RingIssuer::slotBefore(const Op& before) const {
   return size_t(std::lower_bound(ops.begin(), ops.end(), at, [&](const Op* o, const auto& v) { return issueKey(*o) < v; }) - ops.begin());
 }
 
+bool RingIssuer::isSlotBefore(const Op& before, size_t slot) const {
+  if (slot > ops.size()) return false;
+  const auto at = issueKey(before);
+  return (slot == ops.size() || !(issueKey(*ops[slot]) < at)) && (slot == 0 || issueKey(*ops[slot - 1]) < at);
+}
+
 Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, std::vector<PlannedCollective>>& per_rank) const {
   const Ring* r = ring(ring_id);
   if (!r) return {};

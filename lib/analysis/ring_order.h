@@ -53,6 +53,8 @@ struct RingIssuer {
   // The issue-order slot of an op inserted before `before` (of this program): how many of `ops`
   // precede it.
   size_t slotBefore(const Op& before) const;
+  // Whether slotBefore(before) is `slot`, read from the two ops around that slot (no search).
+  bool isSlotBefore(const Op& before, size_t slot) const;
 };
 
 struct Ring {

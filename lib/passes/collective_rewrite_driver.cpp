@@ -20,14 +20,6 @@ std::string ranksText(const std::vector<int64_t>& ranks) {
   return s;
 }
 
-// Whether m.slotBefore(*before) is `slot`, from the two ring ops around it: what the members after the
-// first are asked, whose slot is the first one's unless the ring order would differ.
-bool atSlot(const RingIssuer& m, const Op* before, size_t slot) {
-  if (slot > m.ops.size()) return false;
-  auto at = issueKey(*before);
-  return (slot == m.ops.size() || !(issueKey(*m.ops[slot]) < at)) && (slot == 0 || issueKey(*m.ops[slot - 1]) < at);
-}
-
 }  // namespace
 
 CandidateTable::CandidateTable(const Job& job, ChangeWording wording) : job_(job), wording_(std::move(wording)) {
@@ -118,8 +110,10 @@ Refusal CandidateTable::sameInsertionSlot(const AgreedPosition& pos, InsertedBef
   const Ring& ring = *pos.ring;
   size_t ref_slot = ring.members.front().slotBefore(*before(pos.members.front()));
   for (size_t i = 1; i < ring.members.size(); ++i) {
+    // Each member after the first is asked whether its slot is the first one's (it is, unless the
+    // ring order would differ), before any search.
     const Op* here = before(pos.members[i]);
-    if (atSlot(ring.members[i], here, ref_slot)) continue;
+    if (ring.members[i].isSlotBefore(*here, ref_slot)) continue;
     size_t slot = ring.members[i].slotBefore(*here);
     if (slot != ref_slot)
       return refusal(refusal_code::kRingOrder,

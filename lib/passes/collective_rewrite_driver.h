@@ -89,8 +89,6 @@ class CandidateTable {
   // programs may run on threads of their own (each writes its entries and its program's index).
   void set(size_t i, Op& op, const Collective& coll, bool counted, bool matched, Refusal own);
   size_t size() const { return states_.size(); }
-  // Room for `n` candidates: a candidate is a few hundred bytes, and a big job has thousands.
-  void reserve(size_t n) { states_.reserve(n); }
   void resize(size_t n) { states_.resize(n); }
   CandidateState& state(size_t i) { return states_[i]; }
   const CandidateState& state(size_t i) const { return states_[i]; }
@@ -137,10 +135,6 @@ class CollectiveRewriteDriver : public CandidateTable {
     size_t i = CandidateTable::add(op, coll, counted, match.has_value(), match ? Refusal{} : std::move(own));
     matches_.push_back(std::move(match));
     return i;
-  }
-  void reserve(size_t n) {
-    CandidateTable::reserve(n);
-    matches_.reserve(n);
   }
   Match& match(size_t i) { return *matches_[i]; }
   const Match& match(size_t i) const { return *matches_[i]; }
