@@ -227,12 +227,13 @@ double p2pFixedSeconds(const HardwareModel& m) { return m.latency_s + m.wake_s +
 // A kernel all-reduce costs its compute and its ring time, one after the other.
 double opCostSeconds(const Op& op, const HardwareModel& m) {
   if (auto p = asPointToPoint(op)) return p2pSeconds(*p, m);
-  double ring_s = 0;
-  if (auto c = asCollective(op)) {
-    ring_s = ringSeconds(op, *c, m);
-    if (c->kind != CollectiveKind::KernelAllReduce) return ring_s;
-  }
-  return ring_s + kernelSeconds(op, m);
+  if (auto c = asCollective(op)) return collectiveSeconds(op, *c, m);
+  return kernelSeconds(op, m);
+}
+
+double collectiveSeconds(const Op& op, const Collective& c, const HardwareModel& m) {
+  const double ring_s = ringSeconds(op, c, m);
+  return c.kind == CollectiveKind::KernelAllReduce ? ring_s + kernelSeconds(op, m) : ring_s;
 }
 
 double kernelSeconds(const Op& op, const HardwareModel& m) {

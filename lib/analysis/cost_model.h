@@ -91,6 +91,8 @@ double computeSeconds(const HardwareModel& m, DType t, double flops, double byte
 // Seconds of the op on `m`: a collective alpha + wake + steps x step latency + wire / bus_bw; a compute op
 // overhead + max(FLOPs / peak, bytes / mem_bw).
 double opCostSeconds(const Op& op, const HardwareModel& m);
+// The same of a collective `c` (asCollective(op)), its attributes not read again.
+double collectiveSeconds(const Op& op, const Collective& c, const HardwareModel& m);
 // Of that, an op's kernel: all of a compute op's cost; a kernel all-reduce's before its ring time.
 // What a caller that already knows the op neither communicates nor sends asks (OpFactsCache).
 double kernelSeconds(const Op& op, const HardwareModel& m);

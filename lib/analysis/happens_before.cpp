@@ -252,7 +252,7 @@ void HappensBefore::buildProgram(const Program& p, uint32_t rank_index, OpFactsC
         else waits_unrecorded.emplace_back(id, e);
       }
     if (read[i].communicates) {
-      const int64_t ring_id = comm(i).ring_id;
+      const int64_t ring_id = comm(i).coll.ring_id;
       comm_.push_back({id, ring_id, comm(i).sig});
       auto [last, first_on_ring] = last_on_ring.try_emplace(ring_id, id);
       if (!first_on_ring) addEdge(std::exchange(last->second, id), id, HbEdge::Ring);

@@ -56,8 +56,12 @@ double OpFactsCache::cost(const Op& op) {
   Entry& e = entry(op);
   if (e.cost_epoch != cost_epoch_) {
     if (!model_) throw std::logic_error("OpFactsCache::cost: the cache has no hardware model");
-    // Most ops compute only: their facts, when read, spare the collective and send lookups.
-    e.cost = e.known && e.facts.kernel_only ? kernelSeconds(op, *model_) : opCostSeconds(op, *model_);
+    // Facts read spare the lookups: most ops compute only; a collective's or a send's details are read.
+    if (!e.known) e.cost = opCostSeconds(op, *model_);
+    else if (e.facts.kernel_only) e.cost = kernelSeconds(op, *model_);
+    else if (e.facts.communicates) e.cost = collectiveSeconds(op, comm(e.facts).coll, *model_);
+    else if (const CommFacts& c = comm(e.facts); c.p2p) e.cost = p2pSeconds(*c.p2p, *model_);
+    else e.cost = opCostSeconds(op, *model_);
     e.cost_epoch = cost_epoch_;
   }
   return e.cost;
@@ -133,8 +137,8 @@ OpFacts OpFactsCache::read(const Op& op, CommFacts* c) {
     if (coll && communicates(*coll)) {
       f.communicates = true;
       f.kernel_comm = coll->kind == CollectiveKind::KernelAllReduce;
-      c->ring_id = coll->ring_id;
-      c->sig = signatureOf(op);
+      c->coll = *coll;
+      c->sig = signatureOf(op, *coll);
     }
   }
   if (r && r.def->p2p) c->p2p = asPointToPoint(op);

@@ -20,6 +20,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "analysis/collectives.h"
 #include "analysis/cost_model.h"
 #include "analysis/p2p.h"
 #include "analysis/ring_order.h"
@@ -44,8 +45,9 @@ struct OpFacts {
 };
 
 struct CommFacts {
-  int64_t ring_id = -1;  // of a communicating collective
-  CollectiveSig sig;     // of a communicating collective
+  CommFacts() { coll.ring_id = -1; }
+  Collective coll;    // a communicating collective as asCollective reads it
+  CollectiveSig sig;  // of a communicating collective
   std::optional<PointToPoint> p2p;
 };
 
@@ -87,7 +89,13 @@ class OpFactsCache final : public RingFacts {
   // RingFacts, for RingOrder.
   std::optional<int64_t> ringOf(const Op& op) override {
     const OpFacts& f = facts(op);
-    return f.communicates ? std::optional<int64_t>(comm(f).ring_id) : std::nullopt;
+    return f.communicates ? std::optional<int64_t>(comm(f).coll.ring_id) : std::nullopt;
+  }
+  // asCollective(op) for a communicating collective, without reading its attributes again;
+  // nullopt for every other op (c_identity included).
+  std::optional<Collective> collective(const Op& op) {
+    const OpFacts& f = facts(op);
+    return f.communicates ? std::optional<Collective>(comm(f).coll) : std::nullopt;
   }
   CollectiveSig signatureOfCollective(const Op& op) override { return comm(facts(op)).sig; }
   // Reads the facts of every op of `job` not read yet, each program's on a thread of its own; the

@@ -71,7 +71,7 @@ RingOrder::RingOrder(const Job& job, RingFacts* facts) : facts_(facts) {
   index(job);
 }
 
-RingOrder::RingOrder(const Job& job, IssueLists by_program) : by_program_(std::move(by_program)) {
+RingOrder::RingOrder(const Job& job, IssueLists by_program, RingFacts* facts) : facts_(facts), by_program_(std::move(by_program)) {
   by_program_.resize(job.programs.size());
   index(job);
 }
@@ -166,9 +166,8 @@ Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, s
   const Ring* r = ring(ring_id);
   if (!r) return {};
   std::vector<std::pair<int64_t, std::vector<CollectiveSig>>> seqs(r->members.size());
-  // Each member's new order reads only the member's program: on a thread of its own, unless the
-  // signatures come from a RingFacts (whose first reads are one thread's).
-  auto member = [&](size_t mi) {
+  // Each member's new order reads only the member's program (and facts_ read before): on a thread of its own.
+  parallelFor(r->members.size(), [&](size_t mi) {
     const RingIssuer& m = r->members[mi];
     std::vector<CollectiveSig> seq;
     auto it = per_rank.find(m.program->rank);
@@ -191,11 +190,7 @@ Divergence RingOrder::checkInsertions(int64_t ring_id, const std::map<int64_t, s
       }
     }
     seqs[mi] = {m.program->rank, std::move(seq)};
-  };
-  if (facts_)
-    for (size_t mi = 0; mi < r->members.size(); ++mi) member(mi);
-  else
-    parallelFor(r->members.size(), member);
+  });
   return compare(*r, seqs);
 }
 

@@ -119,9 +119,13 @@ using IssueLists = std::vector<std::map<int64_t, std::vector<const Op*>>>;
 
 class RingOrder {
  public:
+  // `facts`: where the rings' ops' signatures are read. The walk reads every op's from it (on one
+  // thread: a cache's first reads of a collective are one thread's); after it, the questions
+  // below read them on threads of their own.
   explicit RingOrder(const Job& job, RingFacts* facts = nullptr);
   // From the lists already known (the verifier's, kept between passes): no walk over the ops.
-  RingOrder(const Job& job, IssueLists by_program);
+  // `facts`, when given, has read every op of the lists already (a pass's PipelineFacts).
+  RingOrder(const Job& job, IssueLists by_program, RingFacts* facts = nullptr);
 
   const std::vector<Ring>& rings() const { return rings_; }  // ascending ring id
   const Ring* ring(int64_t ring_id) const;                    // null when no op or group names it

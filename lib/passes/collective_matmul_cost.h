@@ -47,6 +47,7 @@ struct CollectiveMatmulSite {
     double m = 0, n = 0, k = 0;  // the whole GEMM: m rows of the row operand
     DType dtype = DType::Float32;
     double elem_bytes = 4;       // as the model moves an element (16-bit widened where it says so)
+    bool operator==(const Gemm&) const = default;
   };
   CollectiveMatmulForm form = CollectiveMatmulForm::AllGather;
   int64_t ranks = 0;
@@ -54,6 +55,14 @@ struct CollectiveMatmulSite {
   double whole_s = 0, whole_gemm_s = 0;  // the site as it is; of it, the matmuls
   double extras_s = 0;                   // the copies any shape pays (not the pieces' split or join)
   std::vector<Gemm> gemms;               // one per matmul of the site, in program order
+  // Equal sites have equal estimates: a job's layers repeat a handful of sites (the pass weighs each once).
+  bool operator==(const CollectiveMatmulSite&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CollectiveMatmulSite& s) {
+    h = H::combine(std::move(h), s.form, s.ranks, s.shard_bytes, s.whole_s, s.whole_gemm_s, s.extras_s);
+    for (const Gemm& g : s.gemms) h = H::combine(std::move(h), g.m, g.n, g.k, g.dtype, g.elem_bytes);
+    return h;
+  }
 };
 CollectiveMatmulSite collectiveMatmulSite(const CollectiveMatmulMatch& m, const HardwareModel& model);
 // `ring.chunks` >= 1 divides the shard's rows; `ring.directions` 2 only where t >= 3.

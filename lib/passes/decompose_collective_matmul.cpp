@@ -27,6 +27,7 @@
 #include <optional>
 
 #include <absl/container/flat_hash_set.h>
+#include <absl/container/node_hash_map.h>
 
 #include "analysis/memory.h"
 #include "analysis/ring_order.h"
@@ -90,16 +91,17 @@ class DecomposeCollectiveMatmul final : public Pass {
     DecideOptions decide;
     // Per candidate, the estimate of the shape its ring takes (the explain note and the rewrite read it).
     std::vector<CollectiveMatmulEstimate> chosen(table.size());
-    const std::vector<Weighed> weighed = weighAll(table, model);
+    WeighedSites sites;
+    const std::vector<const Weighed*> weighed = weighAll(table, model, sites);
     std::vector<CollectiveMatmulEstimate> estimates;  // [member][shape], one position at a time
     decide.check = [&](const AgreedPosition& pos) -> Refusal {
       if (Refusal r = table.sameInsertionSlot(pos, before); !r.empty()) return r;
       // One shape for the ring's members (their exchanges pair): the shortest on the slowest member.
-      const std::vector<RingShape>& shapes = weighed[pos.members.front()].shapes;
+      const std::vector<RingShape>& shapes = weighed[pos.members.front()]->shapes;
       estimates.clear();
       for (size_t i : pos.members) {
-        if (sameShapes(weighed[i].shapes, shapes)) {
-          estimates.insert(estimates.end(), weighed[i].estimates.begin(), weighed[i].estimates.end());
+        if (sameShapes(weighed[i]->shapes, shapes)) {
+          estimates.insert(estimates.end(), weighed[i]->estimates.begin(), weighed[i]->estimates.end());
           continue;
         }
         const CollectiveMatmulSite site = collectiveMatmulSite(table.match(i), model);  // a member whose shard cuts otherwise
@@ -156,24 +158,33 @@ class DecomposeCollectiveMatmul final : public Pass {
  private:
   Options opts_;
 
-  // A matched candidate's ring shapes and its estimate under each (CollectiveMatmulSite read once).
+  // A site's ring shapes and its estimate under each.
   struct Weighed {
     std::vector<RingShape> shapes;
     std::vector<CollectiveMatmulEstimate> estimates;  // [shape]
   };
+  // The distinct sites (CollectiveMatmulSite and the shard's rows, which ringCandidates reads) and
+  // their figures, one map per slice of weighAll: node-based, so a candidate's pointer stays valid.
+  using SiteKey = std::pair<CollectiveMatmulSite, int64_t>;
+  using WeighedSites = std::vector<absl::node_hash_map<SiteKey, Weighed>>;
   // Every matched candidate weighed before the decision, slices of the table on threads of their
-  // own (a site reads only its program, and the estimates only the site): the decision, which
-  // must go position by position, then only compares figures.
-  std::vector<Weighed> weighAll(const Table& table, const HardwareModel& model) const {
-    std::vector<Weighed> out(table.size());
+  // own (a site reads only its program, and the estimates only the site), each distinct site once:
+  // the decision, which must go position by position, then only compares figures.
+  std::vector<const Weighed*> weighAll(const Table& table, const HardwareModel& model, WeighedSites& sites) const {
+    std::vector<const Weighed*> out(table.size(), nullptr);
     const size_t slices = std::min(table.size(), threadLimit());
+    sites.resize(slices);
     parallelFor(slices, [&](size_t s) {
       for (size_t i = table.size() * s / slices; i < table.size() * (s + 1) / slices; ++i) {
         if (!table.state(i).matched) continue;
         const CollectiveMatmulMatch& m = table.match(i);
-        out[i].shapes = ringCandidates(m, opts_.chunks, directions(), route());
-        const CollectiveMatmulSite site = collectiveMatmulSite(m, model);
-        for (const RingShape& shape : out[i].shapes) out[i].estimates.push_back(estimateCollectiveMatmul(site, model, shape));
+        auto [it, fresh] = sites[s].try_emplace(SiteKey{collectiveMatmulSite(m, model), m.shard->shape[0]});
+        Weighed& w = it->second;
+        if (fresh) {
+          w.shapes = ringCandidates(m, opts_.chunks, directions(), route());
+          for (const RingShape& shape : w.shapes) w.estimates.push_back(estimateCollectiveMatmul(it->first.first, model, shape));
+        }
+        out[i] = &w;
       }
     });
     return out;
@@ -205,7 +216,7 @@ class DecomposeCollectiveMatmul final : public Pass {
         for (Op& op : b->inOrder()) {
           const OpFacts& f = facts.facts(op);
           if (!f.communicates) continue;
-          auto coll = commCollective(op);
+          auto coll = commCollective(op, &facts);
           if (!coll || (!backward_too && !classify && isBackward(f.phase))) continue;
           CollectiveMatmulResult r = matchCollectiveMatmul(op, *coll, job, explaining);
           if (!r.candidate) continue;

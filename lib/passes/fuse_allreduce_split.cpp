@@ -60,14 +60,16 @@ class FuseAllreduceSplit final : public Pass {
     env.fetched = [&](const Var* v) { return sets[v->block->program->position].fetched.count(v->name) > 0; };
     env.awaited = [&](const Program& p, std::string_view e) { return sets[p.position].awaited.count(std::string(e)) > 0; };
     env.reshard_only = opts_.reshard_only;
+    OpFactsCache& facts = ctx.facts(job);  // read once for the pipeline: most ops neither communicate nor wait
     table.addPerProgram(job, [&](Program& p, std::vector<decltype(table)::Matched>& found) {
       ProgramSets& mine = sets[p.position];
       std::vector<std::pair<Op*, Collective>> allreduces;
       for (auto& b : p.blocks)
         for (Op& op : b->inOrder()) {
-          if (op.hasDistAttr())
+          const OpFacts& f = facts.facts(op);
+          if (f.has_events)
             for (std::string& e : eventsToWait(op)) mine.awaited.insert(std::move(e));
-          auto coll = asCollective(op);
+          auto coll = facts.collective(op);
           if (coll && coll->kind == CollectiveKind::AllReduce) allreduces.emplace_back(&op, *coll);
         }
       mine.fetched.insert(p.fetch.begin(), p.fetch.end());

@@ -11,8 +11,8 @@ namespace spopt {
 
 std::string commStreamName(int64_t ring_id) { return "comm_ring_" + std::to_string(ring_id); }
 
-std::optional<Collective> commCollective(const Op& op) {
-  auto c = asCollective(op);
+std::optional<Collective> commCollective(const Op& op, OpFactsCache* facts) {
+  auto c = facts ? facts->collective(op) : asCollective(op);
   // An op that computes and all-reduces inside its kernel (the vocab-parallel loss) stays on the
   // compute stream, where Paddle runs it and its NCCL calls: moving it would move its compute.
   if (!c || !communicates(*c) || c->kind == CollectiveKind::KernelAllReduce) return std::nullopt;
@@ -25,7 +25,7 @@ std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts) {
     return c ? std::optional<int64_t>(c->ring_id) : std::nullopt;
   }
   const OpFacts& f = facts->facts(op);
-  return f.communicates && !f.kernel_comm ? std::optional<int64_t>(facts->comm(f).ring_id) : std::nullopt;
+  return f.communicates && !f.kernel_comm ? std::optional<int64_t>(facts->comm(f).coll.ring_id) : std::nullopt;
 }
 
 std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {

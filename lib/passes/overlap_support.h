@@ -21,8 +21,9 @@ namespace spopt {
 // The stream a ring's collectives go on: "comm_ring_<ring_id>" (one stream per ring, so a
 // communicator's operations stay serialised in issue order).
 std::string commStreamName(int64_t ring_id);
-// The op as a collective that moves data (c_identity does not), else nullopt.
-std::optional<Collective> commCollective(const Op& op);
+// The op as a collective that moves data (c_identity does not) on a comm stream (a kernel
+// all-reduce stays with its compute), else nullopt; read from `facts` when given.
+std::optional<Collective> commCollective(const Op& op, OpFactsCache* facts = nullptr);
 // commCollective(op)'s ring, read from `facts` when given.
 std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts);
 

@@ -217,10 +217,11 @@ class PassContext {
   // facts(job) with the pass's own edits so far read in.
   OpFactsCache& factsAfterEdits(const Job& job) { return facts_->afterOwnEdits(job); }
   void shareFacts(PipelineFacts* facts) { facts_ = facts; }  // by the pass manager
-  // The rings' issue orders of the job as this pass received it: from what the verifier kept, or
-  // a walk of every op. Valid until this pass edits a collective.
+  // The rings' issue orders of the job as this pass received it: from what the verifier kept (the
+  // collectives' signatures then from facts(job)), or a walk of every op. Asked, as facts(job),
+  // before the pass's first erase; valid until this pass edits a collective.
   RingOrder receivedRingOrder(const Job& job) const {
-    return received_.issue_lists ? RingOrder(job, received_.issue_lists()) : RingOrder(job);
+    return received_.issue_lists ? RingOrder(job, received_.issue_lists(), &facts_->current(job)) : RingOrder(job);
   }
 
   PassStats stats;

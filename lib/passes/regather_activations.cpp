@@ -64,8 +64,7 @@ class RegatherActivations final : public Pass {
       BlockOwners owners(p);
       for (auto& b : p.blocks)
         for (Op& op : b->inOrder()) {
-          if (!facts.facts(op).communicates) continue;
-          auto coll = asCollective(op);
+          auto coll = facts.collective(op);
           if (!coll || coll->kind != CollectiveKind::AllGather) continue;
           RegatherResult r = matchRegather(op, *coll, owners, ctx.explaining());
           if (r.candidate) found.push_back({&op, *coll, true, std::move(r.match), std::move(r.refusal)});

@@ -47,9 +47,12 @@ TEST_CASE("op facts equal what the readers give, op by op", "[analysis][op-facts
             auto c = asCollective(op);
             const bool comm = c && communicates(*c);
             CHECK(f.communicates == comm);
+            CHECK(facts.collective(op).has_value() == comm);
             if (comm) {
               ++collectives;
-              CHECK(facts.comm(f).ring_id == c->ring_id);
+              const Collective k = *facts.collective(op);
+              CHECK((k.kind == c->kind && k.ring_id == c->ring_id && k.reduce == c->reduce && k.root == c->root &&
+                     k.dialect == c->dialect && k.in_slot == c->in_slot && k.out_slot == c->out_slot));
               CHECK(facts.comm(f).sig == signatureOf(op));
             }
             for (size_t i = 0; i < op.inputs.size(); ++i)

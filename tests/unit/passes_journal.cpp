@@ -154,7 +154,11 @@ std::string factsDiffer(OpFactsCache& a, OpFactsCache& b, const Op& op) {
   if (x.has_sub_block != y.has_sub_block || x.has_events != y.has_events) return "sub-block or events";
   if (x.communicates != y.communicates || x.kernel_comm != y.kernel_comm || x.kernel_only != y.kernel_only) return "role";
   const CommFacts &cx = a.comm(x), &cy = b.comm(y);
-  if (cx.ring_id != cy.ring_id || !(cx.sig == cy.sig || (cx.sig.numel < 0 && cy.sig.numel < 0))) return "ring or signature";
+  const Collective &kx = cx.coll, &ky = cy.coll;
+  if (kx.kind != ky.kind || kx.reduce != ky.reduce || kx.root != ky.root || kx.dialect != ky.dialect || kx.in_slot != ky.in_slot ||
+      kx.out_slot != ky.out_slot)
+    return "collective";
+  if (kx.ring_id != ky.ring_id || !(cx.sig == cy.sig || (cx.sig.numel < 0 && cy.sig.numel < 0))) return "ring or signature";
   if (cx.p2p.has_value() != cy.p2p.has_value()) return "send or receive";
   return "";
 }
