@@ -74,7 +74,10 @@ HelperPool& helperPool() {
 
 size_t threadLimit() {
   const size_t set = g_thread_limit.load(std::memory_order_relaxed);
-  return set ? set : std::max(1u, std::thread::hardware_concurrency());
+  if (set) return set;
+  // Read once: glibc reads /sys/devices/system/cpu/online on every call, and every parallelFor asks.
+  static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return cores;
 }
 void setThreadLimit(size_t n) { g_thread_limit.store(n, std::memory_order_relaxed); }
 
