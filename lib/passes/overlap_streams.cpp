@@ -20,12 +20,8 @@ std::optional<Collective> commCollective(const Op& op, OpFactsCache* facts) {
 }
 
 std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts) {
-  if (!facts) {
-    auto c = commCollective(op);
-    return c ? std::optional<int64_t>(c->ring_id) : std::nullopt;
-  }
-  const OpFacts& f = facts->facts(op);
-  return f.communicates && !f.kernel_comm ? std::optional<int64_t>(facts->comm(f).coll.ring_id) : std::nullopt;
+  auto c = commCollective(op, facts);
+  return c ? std::optional<int64_t>(c->ring_id) : std::nullopt;
 }
 
 std::optional<RegionPhases> regionPhasesNamed(std::string_view name) {

@@ -24,7 +24,7 @@ std::string commStreamName(int64_t ring_id);
 // The op as a collective that moves data (c_identity does not) on a comm stream (a kernel
 // all-reduce stays with its compute), else nullopt; read from `facts` when given.
 std::optional<Collective> commCollective(const Op& op, OpFactsCache* facts = nullptr);
-// commCollective(op)'s ring, read from `facts` when given.
+// commCollective(op, facts)'s ring.
 std::optional<int64_t> commRing(const Op& op, OpFactsCache* facts);
 
 // Which ops the pass may reorder: the backward's; the backward's and the optimizer's (an update can
