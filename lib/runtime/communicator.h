@@ -130,6 +130,12 @@ class Communicator {
   // to b on a ring pairs with b's k-th receive from a; a dtype or element-count mismatch is a
   // CollectiveMismatch on both ranks, a partner that never comes a timeout naming it.
   virtual void sendRecv(int64_t ring, std::vector<P2PTransfer>& group) = 0;
+  // Called once per step, after this rank's inputs are made and before its clock starts: waits
+  // until every rank of the job got here, so that the ranks' steps start together, as a training
+  // loop's ranks leave the previous step's last collective together (without it a rank that made
+  // its inputs sooner counts its wait for the others at the first collective as step time). A
+  // backend whose ranks cannot fail here without the others hanging keeps the default: no wait.
+  virtual void startTogether() {}
   // This rank ran its whole program: members still waiting for it at a ring position fail at once.
   virtual void finish() {}
   // Another stream of this rank failed: collectives waiting on other ranks give up (RankAborted)

@@ -64,6 +64,9 @@ struct LocalWorld {
   std::condition_variable cv;
   std::unordered_map<int64_t, Ring> rings;
   std::set<int64_t> finished;  // ranks whose program ended
+  size_t ranks = 0;            // the run's rank threads: how many startTogether waits for
+  std::set<int64_t> started;   // ranks that reached startTogether
+  std::string path;            // the job's file, for errors that name no op
   std::map<ChannelKey, std::shared_ptr<P2PSlot>> p2p;
 };
 
@@ -227,6 +230,26 @@ class LocalComm final : public Communicator {
     }
   }
 
+  void startTogether() override {
+    const auto deadline = Clock::now() + timeout_;
+    std::unique_lock lk(world_->mu);
+    world_->started.insert(rank_);
+    world_->cv.notify_all();
+    // A rank that ended without starting (nothing to run) is not waited for.
+    auto arrived = [&] {
+      size_t n = world_->started.size();
+      for (int64_t r : world_->finished) n += world_->started.count(r) ? 0 : 1;
+      return n;
+    };
+    while (arrived() < world_->ranks) {
+      if (abort_->raised) throw RankAborted("aborted: another rank failed");
+      if (Clock::now() >= deadline)
+        throw InputError(world_->path, "", "rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+             " s waiting for the other ranks to make their inputs");
+      world_->cv.wait_for(lk, kRingPollInterval);
+    }
+  }
+
   void finish() override {
     std::lock_guard lk(world_->mu);
     world_->finished.insert(rank_);
@@ -335,6 +358,7 @@ class LocalComm final : public Communicator {
 };
 
 struct SharedRun {
+  size_t ranks = 0;  // rank threads of the run
   std::mutex mu;
   std::vector<std::shared_ptr<LocalWorld>> worlds;  // by make() call index
   std::shared_ptr<AbortFlag> abort = std::make_shared<AbortFlag>();
@@ -350,6 +374,8 @@ class RankFactory final : public CommFactory {
       if (shared_.worlds.size() <= calls_) {
         auto w = std::make_shared<LocalWorld>();
         for (const auto& g : job.groups) w->rings[g.ring_id].ranks = g.ranks;
+        w->ranks = shared_.ranks;
+        w->path = job.path;
         shared_.worlds.push_back(std::move(w));
       }
       world = shared_.worlds[calls_++];
@@ -373,6 +399,7 @@ class LocalBackend final : public Backend {
 
   std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) override {
     SharedRun shared;
+    shared.ranks = ranks.size();
     std::vector<std::string> results(ranks.size());
     std::mutex err_mu;
     std::exception_ptr first_error, first_abort;

@@ -238,6 +238,57 @@ TEST_CASE("a failing rank stops the others with its own error", "[runtime][comm]
   CHECK(err == "t.json: /programs/2: kernel failed on rank 2");
 }
 
+TEST_CASE("startTogether lets no rank start its step before every rank made its inputs", "[runtime][comm]") {
+  Job job = jobWithGroups({{0, {0, 1, 2}}});
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::map<int64_t, Clock::time_point> left;
+  const auto t0 = Clock::now();
+  runRanks(job, {0, 1, 2}, [&](int64_t r, Communicator& c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * r));  // rank 2 makes its inputs last
+    c.startTogether();
+    std::lock_guard lk(mu);
+    left[r] = Clock::now();
+    return Tensor();
+  });
+  for (int64_t r : {0, 1, 2}) CHECK(left[r] - t0 >= std::chrono::milliseconds(200));
+}
+
+TEST_CASE("startTogether: a rank that fails or has nothing to run does not leave the others waiting", "[runtime][comm]") {
+  Job job = jobWithGroups({{0, {0, 1, 2}}});
+  auto start = std::chrono::steady_clock::now();
+  std::string err = communicatorErrorOf([&] {
+    runRanks(job, {0, 1, 2}, [](int64_t r, Communicator& c) -> Tensor {
+      if (r == 2) throw InputError("t.json", "/programs/2", "rank 2 could not make its inputs");
+      c.startTogether();
+      return Tensor();
+    });
+  });
+  CHECK(err == "t.json: /programs/2: rank 2 could not make its inputs");
+  // A rank that ends its program without a step (nothing to run) counts as arrived.
+  runRanks(job, {0, 1, 2}, [](int64_t r, Communicator& c) {
+    if (r == 1) c.finish();
+    else c.startTogether();
+    return Tensor();
+  });
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("startTogether has a timeout", "[runtime][comm]") {
+  Job job = jobWithGroups({{0, {0, 1}}});
+  std::string err = communicatorErrorOf([&] {
+    runRanks(
+        job, {0, 1},
+        [](int64_t r, Communicator& c) {
+          if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // late, then aborted
+          c.startTogether();
+          return Tensor();
+        },
+        std::chrono::milliseconds(200));
+  });
+  CHECK_THAT(err, Catch::Contains("t.json: rank 0: timed out after 0.200 s waiting for the other ranks to make their inputs"));
+}
+
 TEST_CASE("collective shapes are checked against the rule", "[runtime][comm]") {
   Job job = jobWithGroups({{0, {0, 1}}});
   std::string err = communicatorErrorOf([&] {
