@@ -24,13 +24,16 @@ cmake --build build -j"$JOBS"
 stage "tests"
 (cd build && ctest --output-on-failure -j"$JOBS")
 
-# The threads (the loader's, the passes' per-rank work) under ThreadSanitizer: sp-opt alone, then
-# the script that rewrites multi-rank jobs on one thread and on every core; any report fails it.
+# The threads (the loader's, the passes' per-rank work, replay's ranks and streams) under
+# ThreadSanitizer: sp-opt alone, then the script that rewrites multi-rank jobs on one thread and
+# on every core and the one that replays a streamed job with sends, receives and an emulated link;
+# any report fails it.
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
-  stage "rewrite under ThreadSanitizer"
+  stage "rewrite and replay under ThreadSanitizer"
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOPT_TSAN=ON -DSPOPT_WERROR=ON -DSPOPT_NCCL=OFF >/dev/null
   cmake --build build-tsan -j"$JOBS" --target sp-opt
   TSAN_OPTIONS=halt_on_error=1:exitcode=66 bash tests/scripts/threads_same_output.sh build-tsan/sp-opt
+  TSAN_OPTIONS=halt_on_error=1:exitcode=66 bash tests/scripts/replay_threads.sh build-tsan/sp-opt
 fi
 
 # The sanitizer build: clang when it is there, so that the same ASan+UBSan objects (compiled with
