@@ -244,8 +244,9 @@ class LocalComm final : public Communicator {
     while (arrived() < world_->ranks) {
       if (abort_->raised) throw RankAborted("aborted: another rank failed");
       if (Clock::now() >= deadline)
-        throw InputError(world_->path, "", "rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
-             " s waiting for the other ranks to make their inputs");
+        throw InputError(world_->path, "",
+                         "rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                             " s waiting for the other ranks to make their inputs");
       world_->cv.wait_for(lk, kRingPollInterval);
     }
   }
