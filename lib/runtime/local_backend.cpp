@@ -12,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ir/json_pointer.h"
 #include "runtime/cpu_budget.h"
 #include "support/error.h"
 
@@ -64,9 +65,10 @@ struct LocalWorld {
   std::condition_variable cv;
   std::unordered_map<int64_t, Ring> rings;
   std::set<int64_t> finished;  // ranks whose program ended
-  size_t ranks = 0;            // the run's rank threads: how many startTogether waits for
+  std::set<int64_t> ranks;     // the run's rank threads: whom startTogether waits for
   std::set<int64_t> started;   // ranks that reached startTogether
-  std::string path;            // the job's file, for errors that name no op
+  std::string path;            // the job's file and each rank's program, for startTogether's error
+  std::map<int64_t, size_t> program_of_rank;
   std::map<ChannelKey, std::shared_ptr<P2PSlot>> p2p;
 };
 
@@ -236,17 +238,20 @@ class LocalComm final : public Communicator {
     world_->started.insert(rank_);
     world_->cv.notify_all();
     // A rank that ended without starting (nothing to run) is not waited for.
-    auto arrived = [&] {
-      size_t n = world_->started.size();
-      for (int64_t r : world_->finished) n += world_->started.count(r) ? 0 : 1;
-      return n;
+    auto missing = [&] {
+      std::vector<int64_t> m;
+      for (int64_t r : world_->ranks)
+        if (!world_->started.count(r) && !world_->finished.count(r)) m.push_back(r);
+      return m;
     };
-    while (arrived() < world_->ranks) {
+    for (std::vector<int64_t> late = missing(); !late.empty(); late = missing()) {
       if (abort_->raised) throw RankAborted("aborted: another rank failed");
-      if (Clock::now() >= deadline)
-        throw InputError(world_->path, "",
+      if (Clock::now() >= deadline) {
+        auto at = world_->program_of_rank.find(late.front());
+        throw InputError(world_->path, at == world_->program_of_rank.end() ? "" : programPointer(at->second),
                          "rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
-                             " s waiting for the other ranks to make their inputs");
+                             " s waiting for the other ranks to make their inputs (rank " + rankList(late) + ")");
+      }
       world_->cv.wait_for(lk, kRingPollInterval);
     }
   }
@@ -359,7 +364,7 @@ class LocalComm final : public Communicator {
 };
 
 struct SharedRun {
-  size_t ranks = 0;  // rank threads of the run
+  std::set<int64_t> ranks;  // of the run's rank threads
   std::mutex mu;
   std::vector<std::shared_ptr<LocalWorld>> worlds;  // by make() call index
   std::shared_ptr<AbortFlag> abort = std::make_shared<AbortFlag>();
@@ -377,6 +382,7 @@ class RankFactory final : public CommFactory {
         for (const auto& g : job.groups) w->rings[g.ring_id].ranks = g.ranks;
         w->ranks = shared_.ranks;
         w->path = job.path;
+        for (const auto& p : job.programs) w->program_of_rank[p->rank] = p->position;
         shared_.worlds.push_back(std::move(w));
       }
       world = shared_.worlds[calls_++];
@@ -400,7 +406,7 @@ class LocalBackend final : public Backend {
 
   std::map<int64_t, std::string> run(const std::vector<int64_t>& ranks, const RankTask& task) override {
     SharedRun shared;
-    shared.ranks = ranks.size();
+    shared.ranks.insert(ranks.begin(), ranks.end());
     std::vector<std::string> results(ranks.size());
     std::mutex err_mu;
     std::exception_ptr first_error, first_abort;

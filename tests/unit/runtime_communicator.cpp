@@ -286,7 +286,7 @@ TEST_CASE("startTogether has a timeout", "[runtime][comm]") {
         },
         std::chrono::milliseconds(200));
   });
-  CHECK_THAT(err, Catch::Contains("t.json: rank 0: timed out after 0.200 s waiting for the other ranks to make their inputs"));
+  CHECK_THAT(err, Catch::Contains("t.json: rank 0: timed out after 0.200 s waiting for the other ranks to make their inputs (rank 1)"));
 }
 
 TEST_CASE("collective shapes are checked against the rule", "[runtime][comm]") {
